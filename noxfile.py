@@ -1,0 +1,49 @@
+"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s perf`
+(the reference suite), `nox -s baseline` (store this machine's baselines).
+
+On a CPU machine each session installs the CPU build torch==2.13.0, never the
+multi-GB CUDA build. On a GPU runner set PERFSUITE_SYSTEM_TORCH=1: the session's
+virtualenv then sees the system site-packages and reuses the torch installed there.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+CPU_TORCH = "torch==2.13.0"
+SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
+VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
+
+
+def install(session: nox.Session) -> None:
+    """perfsuite with its test extras, on the CPU torch unless the runner's torch is reused."""
+    if not SYSTEM_TORCH:
+        session.install(CPU_TORCH)
+    session.install("-e", ".[dev]")
+
+
+@nox.session(venv_params=VENV_PARAMS)
+def tests(session: nox.Session) -> None:
+    """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason)."""
+    install(session)
+    session.run("pytest", "tests", "--ignore=tests/perf", *session.posargs,
+                env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")})
+
+
+@nox.session(venv_params=VENV_PARAMS)
+def perf(session: nox.Session) -> None:
+    """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
+    install(session)
+    session.run("pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-compare", *session.posargs)
+
+
+@nox.session(venv_params=VENV_PARAMS, default=False)
+def baseline(session: nox.Session) -> None:
+    """Run the reference suite and save its results as this machine's baselines."""
+    install(session)
+    session.run("pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-save", *session.posargs)

@@ -1,0 +1,186 @@
+"""BaselineStore: stored Results under ``<root>/<fingerprint key>/<test file>.json``.
+
+File format (one JSON object per test)::
+
+    {"schema_version": 1, "test_id": "tests/perf/test_x.py::test_a[cpu-2]",
+     "result": <Result.to_dict()>}
+
+The file name is a readable slug of the pytest node id plus a short hash of
+it (node ids hold ``/ : [ ]`` and can be long); the exact id lives inside the
+file, which is what loading checks. Saves are atomic (temp file in the same
+directory, fsync, then link or replace), so a crash never leaves half a
+baseline, and an existing baseline is replaced only when asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfsuite.errors import BaselineError, ResultError
+from perfsuite.results import Fingerprint, Result
+
+BASELINE_SCHEMA_VERSION = 1
+_SLUG_MAX = 100
+
+
+def safe_filename(test_id: str) -> str:
+    """``tests/perf/test_x.py::test_a[cpu-2]`` -> ``tests.perf.test_x.py__test_a_cpu-2_-1a2b3c4d.json``."""
+    if not test_id:
+        raise BaselineError("a baseline needs a test id; pass the pytest node id, e.g. 'tests/perf/test_x.py::test_a'")
+    slug = test_id.replace("::", "__").replace("/", ".").replace("\\", ".")
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", slug).lstrip(".")[:_SLUG_MAX]
+    digest = hashlib.blake2b(test_id.encode("utf-8"), digest_size=4).hexdigest()
+    return f"{slug}-{digest}.json"
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """One baseline file, as listed by :meth:`BaselineStore.entries`."""
+
+    key: str
+    test_id: str
+    path: Path
+
+
+def read_baseline_file(path: Path) -> tuple[str, Result]:
+    """Read one baseline file; BaselineError naming the file and the fault if it is not one."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline {path} is not valid JSON ({exc}); delete it and re-record "
+                            "with `pytest --perfsuite-save` or `nox -s baseline`") from exc
+    return parse_baseline(data, path)
+
+
+def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
+    """(test id, Result) from a baseline file's decoded JSON."""
+    if not isinstance(data, dict) or "result" not in data or "test_id" not in data:
+        raise BaselineError(f"baseline {path} is not a baseline file: expected a JSON object with "
+                            "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`")
+    if data.get("schema_version") != BASELINE_SCHEMA_VERSION:
+        raise BaselineError(f"baseline {path} has schema_version={data.get('schema_version')!r}, this perfsuite "
+                            f"reads {BASELINE_SCHEMA_VERSION}; re-record it with `nox -s baseline`")
+    test_id = data["test_id"]
+    if not isinstance(test_id, str) or not test_id:
+        raise BaselineError(f"baseline {path} has test_id={test_id!r}; it must be the pytest node id string")
+    try:
+        result = Result.from_dict(data["result"])
+    except ResultError as exc:
+        raise BaselineError(f"baseline {path} holds an unreadable result: {exc}") from exc
+    return test_id, result
+
+
+class BaselineStore:
+    """Baselines under ``root``, one directory per fingerprint key."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def path_for(self, fingerprint: Fingerprint, test_id: str) -> Path:
+        return self.root / fingerprint.key() / safe_filename(test_id)
+
+    def save(self, result: Result, test_id: str, overwrite: bool = False) -> Path:
+        """Write ``result`` as the baseline of ``test_id`` on its fingerprint; returns the path."""
+        path = self.path_for(result.fingerprint, test_id)
+        if path.exists() and not overwrite:
+            raise _exists_error(path, test_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id, "result": result.to_dict()}
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(payload, fh, indent=2)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                _link_new(tmp, path, test_id)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+        return path
+
+    def load(self, fingerprint: Fingerprint, test_id: str) -> Result | None:
+        """The baseline of ``test_id`` on this fingerprint; None when there is none (reported as new)."""
+        return self._load_path(self.path_for(fingerprint, test_id), test_id, fingerprint.key())
+
+    def load_any(self, test_id: str) -> Result | None:
+        """A baseline of ``test_id`` under any fingerprint (first key in sorted order), for mismatch hints."""
+        name = safe_filename(test_id)
+        if not self.root.is_dir():
+            return None
+        for key_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            found = self._load_path(key_dir / name, test_id, key_dir.name)
+            if found is not None:
+                return found
+        return None
+
+    def entries(self, key: str | None = None) -> list[StoredBaseline]:
+        """Every stored baseline (or those of one fingerprint key), sorted by key and test id."""
+        if not self.root.is_dir():
+            return []
+        dirs = [self.root / key] if key else sorted(p for p in self.root.iterdir() if p.is_dir())
+        found = []
+        for key_dir in dirs:
+            for path in sorted(key_dir.glob("*.json")) if key_dir.is_dir() else []:
+                test_id, _ = read_baseline_file(path)
+                found.append(StoredBaseline(key_dir.name, test_id, path))
+        return sorted(found, key=lambda e: (e.key, e.test_id))
+
+    def _load_path(self, path: Path, test_id: str, key: str) -> Result | None:
+        if not path.exists():
+            return None
+        stored_id, result = read_baseline_file(path)
+        if stored_id != test_id:
+            raise BaselineError(f"baseline {path} belongs to test {stored_id!r}, not {test_id!r}; "
+                                "was it copied or renamed by hand? delete it and re-record with `nox -s baseline`")
+        if result.fingerprint.key() != key:
+            raise BaselineError(f"baseline {path} was recorded on {result.fingerprint.key()!r} but sits under "
+                                f"{key!r}; move it to {self.root / result.fingerprint.key()} or re-record it")
+        return result
+
+
+def _exists_error(path: Path, test_id: str) -> BaselineError:
+    return BaselineError(
+        f"baseline for {test_id} already exists at {path}; refusing to overwrite it. To replace it on "
+        "purpose, re-record with `pytest --perfsuite-save` or `nox -s baseline` (overwrite=True in the library)"
+    )
+
+
+def _link_new(tmp: Path, path: Path, test_id: str) -> None:
+    """Publish ``tmp`` at ``path`` only if nothing is there: a hard link fails atomically if it exists."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise _exists_error(path, test_id) from exc
+    except OSError:  # file systems without hard links: check, then replace
+        if path.exists():
+            raise _exists_error(path, test_id) from None
+        os.replace(tmp, path)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some platforms cannot fsync a directory; the file itself is already on disk
+    finally:
+        os.close(fd)

@@ -1,0 +1,151 @@
+"""The ``perfsuite`` command: list workloads, run one with knobs, compare results.
+
+A thin shell over the library: parse flags into Knobs and a RunSpec, call
+the runner, print a table or the Result's JSON. Errors print one line that
+says what to write instead, and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from perfsuite.errors import PerfsuiteError
+
+
+def _amp(value: str) -> Any:
+    """``none`` means FP32; anything else is handed to the knob's validation (which refuses ``true``)."""
+    if value.lower() in ("none", "fp32", "off"):
+        return None
+    if value.lower() in ("true", "false", "1", "0", "yes", "no", "on"):
+        return value.lower() in ("true", "1", "yes", "on")  # a bool, so StepKnobs explains seed 003's bug
+    return value
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="a workload name (see `perfsuite list`)")
+    p.add_argument("--scale", default="smoke", help="smoke (seconds on a CPU) or full (the seed's sizes)")
+    p.add_argument("--aug", default="gpu", help="where augmentation runs: cpu | gpu | none (gpu = on --device)")
+    p.add_argument("--cutmix", type=float, default=0.0, help="per-batch probability of paired CutMix")
+    p.add_argument("--mixup", type=float, default=0.0, help="MixUp probability (refused for masks)")
+    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if available)")
+    p.add_argument("--steps", type=int, default=20, help="measured steps")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up steps, excluded from all metrics")
+    p.add_argument("--observe-steps", type=int, default=4, help="steps watched by the sync/AMP probes")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache-dir", default=None, help="where datasets are generated (default: $PERFSUITE_CACHE "
+                   "or ~/.cache/perfsuite)")
+    loader = p.add_argument_group("loader knobs")
+    loader.add_argument("--workers", type=int, default=2, dest="num_workers")
+    loader.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False)
+    loader.add_argument("--persistent-workers", action=argparse.BooleanOptionalAction, default=False)
+    loader.add_argument("--prefetch", type=int, default=None, dest="prefetch_factor")
+    loader.add_argument("--drop-last", action=argparse.BooleanOptionalAction, default=True)
+    loader.add_argument("--non-blocking", action=argparse.BooleanOptionalAction, default=False)
+    loader.add_argument("--batch-size", type=int, default=None, help="default: the scale's batch size")
+    step = p.add_argument_group("step knobs")
+    step.add_argument("--amp", type=_amp, default=None, help="none | bf16 | fp16")
+    step.add_argument("--compile", nargs="?", const="default", default=None,
+                      help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)")
+    step.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=False)
+    step.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False)
+    step.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
+    step.add_argument("--fused", action=argparse.BooleanOptionalAction, default=False, help="fused AdamW")
+    step.add_argument("--log-interval", type=int, default=0, help="read the loss back every N steps (0: never)")
+    step.add_argument("--eval-interval", type=int, default=0, help="a short evaluation every N steps (0: never)")
+    p.add_argument("--json", action="store_true", help="print the Result as JSON")
+
+
+def knobs_from_args(args: argparse.Namespace) -> Any:
+    from perfsuite.knobs import FLAT_KNOBS, Knobs
+
+    flat = {name: getattr(args, name) for name in FLAT_KNOBS if hasattr(args, name)}
+    if args.device is None:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    return Knobs.from_flat(**flat, device=args.device)
+
+
+def format_run(result: Any) -> str:
+    """The short table `perfsuite run` prints: throughput, step time, and every other metric."""
+    step = result.metric("step_ms")
+    lines = [
+        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
+        f"batch {result.batch_size}, {result.steps} measured steps",
+        f"  {'samples/s':<16}{result.value('samples_per_s'):>12.1f}",
+        f"  {'step ms median':<16}{step.value:>12.2f}",
+        f"  {'step ms p90':<16}{step.detail.get('p90', float('nan')):>12.2f}",
+    ]
+    for name, metric in result.metrics.items():
+        if name in ("samples_per_s", "step_ms"):
+            continue
+        shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
+        text = shown if metric.available else f"unavailable ({metric.reason})"
+        lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+    lines += [f"  note: {note}" for note in result.notes]
+    knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
+    lines.append(f"  knobs: {knobs}")
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from perfsuite.workloads import get_workload, workload_names
+
+    rows = [get_workload(name).describe() for name in workload_names()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        print(f"{row['name']:<18} seed {row['seed']}  {row['summary']}")
+        for scale, s in row["scales"].items():
+            h, w = s["image_size"]
+            print(f"    {scale:<6} {w}x{h}, {s['num_samples']} samples, batch {s['batch_size']}, model {s['model']}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from perfsuite.runner import RunSpec, run
+
+    knobs = knobs_from_args(args)
+    spec = RunSpec(args.workload, scale=args.scale, knobs=knobs, steps=args.steps, warmup=args.warmup,
+                   observe_steps=args.observe_steps, seed=args.seed,
+                   cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    result = run(spec)
+    print(result.to_json() if args.json else format_run(result))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_list = sub.add_parser("list", help="the reference workloads and their scales")
+    p_list.add_argument("--json", action="store_true")
+    p_list.set_defaults(func=cmd_list)
+    p_run = sub.add_parser("run", help="run one workload with knobs and probes; print its metrics")
+    _add_run_arguments(p_run)
+    p_run.set_defaults(func=cmd_run)
+    from perfsuite.compare import add_compare_arguments, run_compare
+
+    p_cmp = sub.add_parser("compare", help="compare results or baseline directories: markdown for PRs")
+    add_compare_arguments(p_cmp)
+    p_cmp.set_defaults(func=run_compare)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PerfsuiteError as exc:
+        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""data_wait_frac: how much of the measured window the loop spent waiting for its next batch.
+
+This is the seeds' "the GPU waits for the CPU": when workers cannot keep up,
+``next(loader)`` blocks and the device idles. The runner already times each
+``next()`` call in the window (WindowTimings.fetch_s), so this probe adds no
+instrumentation of its own and works on any device.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from perfsuite.probes.base import Probe, WindowTimings
+from perfsuite.results import Metric
+
+
+class DataWaitProbe(Probe):
+    """Fraction of the window's wall time blocked in ``next(loader)``."""
+
+    name = "datawait"
+
+    def metrics(self, timings: WindowTimings) -> list[Metric]:
+        if not timings.fetch_s or timings.wall_s <= 0:
+            return [Metric.unavailable("data_wait_frac", "the runner recorded no batch fetch times in the window")]
+        wait_s = sum(timings.fetch_s)
+        fetch_ms = sorted(s * 1e3 for s in timings.fetch_s)
+        frac = min(1.0, max(0.0, wait_s / timings.wall_s))
+        return [Metric("data_wait_frac", frac, "fraction", detail={
+            "wait_s": wait_s, "wall_s": timings.wall_s,
+            "fetch_ms_median": statistics.median(fetch_ms), "fetch_ms_max": fetch_ms[-1],
+            "epochs_started": timings.epochs_started,
+        })]

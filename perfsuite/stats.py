@@ -1,0 +1,162 @@
+"""The statistics behind timing verdicts: Mann-Whitney U and a bootstrap ratio interval.
+
+Pure functions on sequences of floats, numpy only (``perfsuite compare`` must
+start fast, and scipy is not a dependency). Step times are skewed and carry
+outliers (GC, a busy neighbour), so both tools are rank- or median-based
+rather than assuming normal samples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Alternative = Literal["two-sided", "greater", "less"]
+_ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+@dataclass(frozen=True)
+class MannWhitney:
+    """U of the first sample (as scipy reports it), and the p-value for ``alternative``."""
+
+    u: float
+    p_value: float
+    alternative: str
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """A bootstrap interval for median(head) / median(base).
+
+    The bounds are kept as logs too: verdicts decide in log space, where
+    swapping base and head negates every number exactly, so the decision is
+    exactly symmetric (``1/(a/b)`` and ``b/a`` can differ in the last bit).
+    """
+
+    log_low: float
+    log_high: float
+    confidence: float
+
+    @property
+    def low(self) -> float:
+        return math.exp(self.log_low)
+
+    @property
+    def high(self) -> float:
+        return math.exp(self.log_high)
+
+
+def _as_array(values: Sequence[float], name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a flat sequence of numbers, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} holds NaN or infinite values; drop them before comparing")
+    return arr
+
+
+def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks from 1, ties sharing their average rank; also the size of each tie group."""
+    uniques, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    average = ends - (counts - 1) / 2.0
+    return average[inverse], counts
+
+
+def mann_whitney_u(x: Sequence[float], y: Sequence[float], alternative: Alternative = "two-sided") -> MannWhitney:
+    """Mann-Whitney U test of x against y, normal approximation with tie and continuity correction.
+
+    ``alternative="greater"`` asks whether x tends to be larger than y (for
+    step times: x slower). Matches ``scipy.stats.mannwhitneyu(...,
+    method="asymptotic", use_continuity=True)``, which is accurate from about
+    8 samples a side. Where every value is tied there is no evidence either
+    way and the p-value is 1 (scipy gives NaN).
+    """
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative={alternative!r}; write one of {', '.join(_ALTERNATIVES)}")
+    a, b = _as_array(x, "x"), _as_array(y, "y")
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        raise ValueError(f"Mann-Whitney needs samples on both sides, got {n1} and {n2}")
+    ranks, ties = _average_ranks(np.concatenate([a, b]))
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
+    n = n1 + n2
+    mean = n1 * n2 / 2.0
+    tie_term = float((ties.astype(float) ** 3 - ties).sum())
+    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
+    if variance <= 0.0:
+        return MannWhitney(u=u1, p_value=1.0, alternative=alternative)
+    sd = math.sqrt(variance)
+    if alternative == "greater":
+        p = _normal_sf((u1 - mean - 0.5) / sd)
+    elif alternative == "less":
+        p = _normal_sf((n1 * n2 - u1 - mean - 0.5) / sd)
+    else:
+        p = min(1.0, 2.0 * _normal_sf((max(u1, n1 * n2 - u1) - mean - 0.5) / sd))
+    return MannWhitney(u=u1, p_value=p, alternative=alternative)
+
+
+def _normal_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def _content_order(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when ``a`` should draw its resamples first.
+
+    The order depends on the samples, not on which argument is base, so a
+    swapped comparison reuses the very same resamples (exact symmetry) and
+    scaling both sets by one constant keeps the order (unit invariance).
+    """
+    if len(a) != len(b):
+        return len(a) < len(b)
+    return a.tolist() <= b.tolist()  # both sorted: lexicographic order of the values
+
+
+def _bootstrap_medians(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    idx = rng.integers(0, len(values), size=(resamples, len(values)))
+    return np.median(values[idx], axis=1)
+
+
+def bootstrap_ratio_ci(
+    base: Sequence[float],
+    head: Sequence[float],
+    confidence: float = 0.99,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> RatioInterval:
+    """Percentile bootstrap interval of median(head) / median(base), both resampled independently.
+
+    Seeded, so a verdict is reproducible; the seed also mixes in the sample
+    sizes so comparisons of different shapes do not share resamples. Needs
+    positive samples (a ratio of times).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must lie strictly between 0 and 1, e.g. 0.99")
+    if resamples < 100:
+        raise ValueError(f"resamples={resamples} is too few for a percentile interval; use 1000 or more")
+    a, b = _as_array(base, "base"), _as_array(head, "head")
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError(f"bootstrap needs samples on both sides, got {len(a)} and {len(b)}")
+    if np.any(a <= 0) or np.any(b <= 0):
+        raise ValueError("a ratio of medians needs positive samples; got zero or negative values")
+    a, b = np.sort(a), np.sort(b)
+    rng = np.random.default_rng([seed, len(a), len(b)] if len(a) <= len(b) else [seed, len(b), len(a)])
+    if _content_order(a, b):
+        med_a = _bootstrap_medians(a, rng, resamples)
+        med_b = _bootstrap_medians(b, rng, resamples)
+    else:
+        med_b = _bootstrap_medians(b, rng, resamples)
+        med_a = _bootstrap_medians(a, rng, resamples)
+    log_ratios = np.sort(np.log(med_b) - np.log(med_a))
+    # Order statistics, not interpolation: negating the ratios mirrors them exactly.
+    k = int(math.floor((1.0 - confidence) / 2.0 * resamples))
+    return RatioInterval(float(log_ratios[k]), float(log_ratios[resamples - 1 - k]), confidence)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(np.median(_as_array(values, "values")))
+
