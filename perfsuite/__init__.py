@@ -16,6 +16,7 @@ from perfsuite.errors import (
     FingerprintMismatch,
     KnobError,
     PerfsuiteError,
+    PropertyViolation,
     ResultError,
     WorkloadError,
 )
@@ -49,7 +50,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AugKnobs", "AugmentationError", "BaselineError", "DeviceError", "Fingerprint", "FingerprintMismatch",
-    "KnobError", "Knobs", "LoaderKnobs", "Metric", "PerfsuiteError", "Result", "ResultError", "RunSpec",
+    "KnobError", "Knobs", "LoaderKnobs", "Metric", "PerfsuiteError", "PropertyViolation", "Result", "ResultError", "RunSpec",
     "Scale", "StepKnobs", "Workload", "WorkloadError", "get_workload", "register_workload", "run",
     "workload_names",
 ]

@@ -82,10 +82,9 @@ def compare_paths(
 
 
 def _compare(base: Path, head: Path, factor: float, alpha: float, force: bool) -> tuple[list[Verdict], dict]:
-    heads = load_side(head)
-    bases = load_side(base)
-    if base.is_dir() != head.is_dir():
+    if base.exists() and head.exists() and base.is_dir() != head.is_dir():
         raise PerfsuiteError(f"compare a file with a file or a directory with a directory; got {base} and {head}")
+    bases, heads = load_side(base), load_side(head)
     if head.is_file():  # two files: the user paired them, whatever their test ids
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads

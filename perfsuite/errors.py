@@ -30,6 +30,22 @@ class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 
 
+class PropertyViolation(AugmentationError, AssertionError):
+    """A paired augmentation broke a property (perfsuite.augment.checks).
+
+    ``prop`` and ``sample`` say which property and sample; ``example`` and
+    ``seed`` hold the (shrunk) input that shows it, for the report.
+    """
+
+    def __init__(self, prop: str, message: str, sample: int | None = None) -> None:
+        where = f" in sample {sample}" if sample is not None else ""
+        super().__init__(f"{prop}{where}: {message}")
+        self.prop = prop
+        self.sample = sample
+        self.example: object = None
+        self.seed: int | None = None
+
+
 class ResultError(PerfsuiteError, ValueError):
     """A Result or metric payload that cannot be read back."""
 

@@ -12,7 +12,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from perfsuite.knobs import Knobs, resolve_for_device
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
@@ -32,6 +32,7 @@ class RunSpec:
     observe_steps: int = 4
     seed: int = 0
     cache_dir: Path | None = None
+    mutate: Callable[[Any], None] | None = None  # changes the built Pipeline in place (perfsuite.faults)
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
@@ -96,6 +97,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     knobs, notes = resolve_for_device(spec.knobs, torch.cuda.is_available())
     probes = list(default_probes() if probes is None else probes)
     pipeline = build_pipeline(workload, scale, knobs, seed=spec.seed, cache_dir=spec.cache_dir)
+    if spec.mutate is not None:
+        spec.mutate(pipeline)
     device = pipeline.device
     ctx = RunContext(workload, scale, knobs, str(device), pipeline, pipeline.batch_size, spec.observe_steps)
     batches = BatchStream(pipeline.loader)

@@ -116,9 +116,12 @@ def _content_order(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tolist() <= b.tolist()  # both sorted: lexicographic order of the values
 
 
-def _bootstrap_medians(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    idx = rng.integers(0, len(values), size=(resamples, len(values)))
-    return np.median(values[idx], axis=1)
+def _bootstrap_medians(sorted_values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Medians of resamples. The values are sorted, so sorted indices give the order statistics
+    directly: sorting small ints is several times faster than ``np.median`` on the floats."""
+    n = len(sorted_values)
+    idx = np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
+    return (sorted_values[idx[:, (n - 1) // 2]] + sorted_values[idx[:, n // 2]]) / 2.0
 
 
 def bootstrap_ratio_ci(

@@ -25,7 +25,7 @@ from typing import Any
 
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite.results import METRIC_NAMES, Metric, Result
-from perfsuite.stats import bootstrap_ratio_ci, mann_whitney_u, median
+from perfsuite.stats import RatioInterval, bootstrap_ratio_ci, mann_whitney_u, median
 
 DEFAULT_FACTOR = 1.05
 DEFAULT_ALPHA = 0.01
@@ -233,7 +233,7 @@ class TimingComparison:
     log_ratio: float | None
     p_slower: float | None
     p_faster: float | None
-    interval: Any  # stats.RatioInterval | None
+    interval: RatioInterval | None
     reason: str
 
     @property

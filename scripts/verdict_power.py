@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seconds", type=float, default=540.0,
+                        help="stop measuring after this long and report the rounds done (default 540)")
     parser.add_argument("--out", type=Path, help="write the counts and settings as JSON here")
     args = parser.parse_args(argv)
 
@@ -135,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     plain_medians, achieved, all_runs = [], {0.10: [], 0.20: []}, []
     record: list[dict[str, list[float]]] = []
     started = time.perf_counter()
-    for _ in range(args.rounds):
+    done = 0
+    for done in range(1, args.rounds + 1):
         kinds = ["a", "a2", 0.10, 0.20]
         rng.shuffle(kinds)
         runs = {k: time_run(step, extra, 0 if k in ("a", "a2") else units[k], args.steps, args.warmup)
@@ -154,9 +157,14 @@ def main(argv: list[str] | None = None) -> int:
             for scenario, head in pairs.items():
                 flagged[rule][scenario] += bool(fails(a, head))
         aa_outcomes[compare_timing(a, a2).outcome.value] += 1
+        if done % 10 == 0:
+            print(f"round {done}/{args.rounds}, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        if time.perf_counter() - started > args.max_seconds:
+            print(f"stopping after {done} rounds: --max-seconds {args.max_seconds:g} reached", file=sys.stderr)
+            break
     elapsed = time.perf_counter() - started
 
-    n = args.rounds
+    n = done
     cv = statistics.pstdev(plain_medians) / statistics.fmean(plain_medians)
     spread = statistics.median(
         (q[2] - q[0]) / q[1] for q in (statistics.quantiles(r, n=4) for r in all_runs))

@@ -1,4 +1,10 @@
-"""Probes: each watches a run and contributes metrics under their one name."""
+"""Probes: each watches a run and contributes metrics under their one name.
+
+One concern per module: datawait (data_wait_frac), nvml (GPU telemetry),
+syncs (syncs_per_step), compile (graph_breaks, recompiles, compile_s), amp
+(amp_engaged, amp_lowp_frac), memory (peak_mem_mb, peak_rss_mb). Each reports
+``Metric.unavailable`` with a reason where it cannot measure, never raises.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,15 @@ from perfsuite.probes.base import Probe, RunContext, WindowTimings
 
 def all_probes() -> list[Probe]:
     """A fresh instance of every built-in probe."""
-    return []
+    from perfsuite.probes.amp import AmpProbe
+    from perfsuite.probes.compile import CompileProbe
+    from perfsuite.probes.datawait import DataWaitProbe
+    from perfsuite.probes.labels import LabelProbe
+    from perfsuite.probes.memory import MemoryProbe
+    from perfsuite.probes.nvml import NvmlProbe
+    from perfsuite.probes.syncs import SyncProbe
+
+    return [DataWaitProbe(), NvmlProbe(), SyncProbe(), CompileProbe(), AmpProbe(), MemoryProbe(), LabelProbe()]
 
 
 __all__ = ["Probe", "RunContext", "WindowTimings", "all_probes"]

@@ -1,14 +1,18 @@
-"""The GPU (batched Kornia) executor, run on CPU tensors here and on CUDA where there is one."""
+"""The GPU (batched, sync-free) executor, run on CPU tensors here and on CUDA where there is one."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import kornia
 import numpy as np
 import pytest
 import torch
 
 from perfsuite.augment.cpu import CpuAugment, CpuParams
-from perfsuite.augment.gpu import GpuAugment
+from perfsuite.augment.gpu import GpuAugment, affine_matrices
 from perfsuite.augment.recipe import OPS, Recipe, Rotation
+from perfsuite.probes.syncs import SyncProbe
 from perfsuite.errors import AugmentationError
 
 B, H, W = 3, 21, 34  # odd and non-square on purpose
@@ -127,10 +131,9 @@ def test_samples_in_a_batch_get_different_draws():
 POINTS = torch.tensor([[[0.0, 0.0], [12.5, 9.0], [33.0, 20.0], [16.0, 10.0]]]).repeat(B, 1, 1)
 
 
-def drawn_angles(aug: GpuAugment, channels: int = 3) -> torch.Tensor:
-    """The rotation angles Kornia drew on the last call (replayable parameters)."""
-    (item,) = [p for p in aug.pipelines[str(channels)]._params if p.name.startswith("RandomRotation")]
-    return item.data["degrees"]
+def drawn_angles(aug: GpuAugment) -> torch.Tensor:
+    """The rotation angles drawn on the last call (replayable parameters)."""
+    return aug.last_params["angle"]
 
 
 def test_keypoints_follow_a_pure_flip_exactly():
@@ -215,3 +218,74 @@ def test_runs_on_cuda_tensors_and_keeps_them_there():
     kp_aug = GpuAugment(ALWAYS, "keypoints")
     _, kp = kp_aug(x, POINTS.cuda())
     assert kp.device == x.device and kp.shape == POINTS.shape
+
+
+# -- Conventions and host syncs --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("angle", [90.0, -90.0, 30.0])
+def test_rotation_matches_kornia_rotate(angle):
+    """Counter-clockwise angles about ((W-1)/2, (H-1)/2), as kornia.geometry.transform.rotate."""
+    x = images(1, 3, 15, 15)
+    aug = GpuAugment(Recipe(rotation=Rotation(degrees=180.0, p=1.0)).only("rotation"), "none")
+    matrix = affine_matrices(15, 15, torch.tensor([False]), torch.tensor([angle]), torch.tensor([1.0]))
+    ours, _ = aug._geometry(x, None, {"flip": torch.tensor([False]), "angle": torch.tensor([angle]),
+                                      "scale": torch.tensor([1.0])})
+    expected = kornia.geometry.transform.rotate(x, torch.tensor([angle]))
+    inner = (slice(None), slice(None), slice(3, 12), slice(3, 12))  # away from the zero-padded corners
+    torch.testing.assert_close(ours[inner], expected[inner], atol=1e-4, rtol=0)
+    assert matrix.shape == (1, 2, 3)
+
+
+def test_jitter_factors_follow_their_definitions():
+    """Brightness scales, contrast blends with the mean, saturation blends with grey, hue keeps luma."""
+    x = images(2, 3, 8, 8) * 0.5 + 0.25
+    aug = GpuAugment(ALWAYS.only("jitter"), "none")
+    one, zero = torch.ones(2), torch.zeros(2)
+
+    def jitter(b=one, c=one, s=one, h=zero):
+        return aug._jitter(x, {"brightness": b, "contrast": c, "saturation": s, "hue": h})
+
+    torch.testing.assert_close(jitter(), x)
+    torch.testing.assert_close(jitter(b=one * 1.2), x * 1.2)
+    mean_luma = (x * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1).mean((1, 2)).view(2, 1, 1, 1)
+    torch.testing.assert_close(jitter(c=zero), mean_luma.expand_as(x))
+    grey = jitter(s=zero)
+    torch.testing.assert_close(grey[:, 0], grey[:, 1])
+    turned = jitter(h=one * 0.25)
+    luma = lambda t: (t * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1)  # noqa: E731
+    torch.testing.assert_close(luma(turned), luma(x))
+    assert not torch.allclose(turned, x)
+
+
+def _syncs(fn) -> float:
+    probe = SyncProbe()
+    probe.setup(SimpleNamespace(device="cpu", observe_steps=1))
+    with probe.observe():
+        fn()
+    probe.stop()
+    metric = probe.metrics(None)[0]
+    assert metric.value == 0.0, metric.detail["sites"]
+    return metric.value
+
+
+@pytest.mark.parametrize("kind", ["mask", "keypoints", "none"])
+@pytest.mark.parametrize("channels", [3, 1], ids=["rgb", "gray"])
+def test_forward_forces_no_host_sync(kind, channels):
+    """Every op on, half the samples each: not one .item()/bool()/tolist()/boolean index."""
+    aug = GpuAugment(Recipe().with_p(**{name: 0.5 for name in OPS}), kind)
+    target = {"mask": masks(), "keypoints": POINTS.clone(), "none": None}[kind]
+    _syncs(lambda: aug(images(c=channels), target))
+
+
+@pytest.mark.slow
+def test_gpu_augmentation_adds_no_syncs_to_a_training_step():
+    from perfsuite.knobs import Knobs
+    from perfsuite.runner import RunSpec, run
+
+    def syncs(aug: str) -> float:
+        spec = RunSpec("face_parsing", knobs=Knobs.from_flat(aug=aug, num_workers=0), steps=2, warmup=1,
+                       observe_steps=2)
+        return run(spec).metric("syncs_per_step").value
+
+    assert syncs("gpu") == syncs("none")

@@ -1,0 +1,329 @@
+"""pytest plugin (entry point ``pytest11: perfsuite``): options, the ``perf_run`` fixture, the
+``perf`` marker and the session summary.
+
+A thin shell: settings.py resolves options, session.py judges results,
+report.py renders them. Importing this module must stay cheap (it is loaded
+for ``pytest --help``): torch, numpy and the judging code load on first use.
+Session state lives in ``config.stash``. User docs: docs/plugin.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from perfsuite import settings as settings_mod
+from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.results import Result
+    from perfsuite.session import PerfSession, Recorded
+
+MARKER = (
+    "perf(**thresholds): bounds on the Results of this test's perf_run calls, e.g. "
+    "perf(min_samples_per_s=500, max_syncs_per_step=0, max_data_wait_frac=0.05, min_gpu_util=0.85, "
+    "amp_engaged=True); a bound whose metric is unavailable here is reported, never passed"
+)
+
+
+@dataclass
+class PerfState:
+    """Per-session state, kept in ``config.stash[STATE]``."""
+
+    settings: settings_mod.Settings
+    pending: dict[str, list[Recorded]] = field(default_factory=dict)
+    reports: list[str] = field(default_factory=list)
+    _session: PerfSession | None = None
+    _device: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Whether any test reached judging (so there is something to summarise)."""
+        return self._session is not None
+
+    @property
+    def session(self) -> PerfSession:
+        if self._session is None:
+            from perfsuite.session import PerfSession
+
+            self._session = PerfSession(self.settings)
+        return self._session
+
+    def device(self) -> str:
+        """The session's device; ``auto`` is CUDA when torch sees one, else the CPU."""
+        if self._device is None:
+            import torch
+
+            wanted, cuda = self.settings.device, torch.cuda.is_available()
+            if wanted.startswith("cuda") and not cuda:
+                pytest.fail(f"perfsuite: --perfsuite-device {wanted} but torch sees no CUDA device "
+                            f"(torch {torch.__version__}); use --perfsuite-device cpu or auto", pytrace=False)
+            self._device = ("cuda" if cuda else "cpu") if wanted == "auto" else wanted
+        return self._device
+
+
+STATE = pytest.StashKey[PerfState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfsuite", "perfsuite: performance regression tests for training input pipelines "
+                                         "(defaults also from [tool.perfsuite] in pyproject.toml)")
+    add = group.addoption
+    add("--perfsuite-scale", choices=settings_mod.SCALES, help="workload sizes: smoke (CPU, seconds) or full "
+        "(the seeds' sizes, for a GPU). Default: smoke")
+    add("--perfsuite-device", metavar="DEVICE", help="auto, cpu, cuda or cuda:N. Default: auto (CUDA if present)")
+    add("--perfsuite-steps", type=int, metavar="N", help="measured steps per run, overriding every test's own")
+    add("--perfsuite-warmup", type=int, metavar="N", help="warm-up steps per run, overriding every test's own")
+    add("--perfsuite-save", action="store_true",
+        help="save each test's Results as this machine's baselines (replacing stored ones)")
+    add("--perfsuite-compare", action="store_true", help="compare each test's Results with its stored baseline; "
+        "a regression fails the test, a missing baseline is reported as new")
+    add("--perfsuite-baselines", metavar="DIR", help="baseline directory. Default: baselines/ at the rootdir")
+    add("--perfsuite-force", action="store_true", default=None,
+        help="compare with baselines recorded on another machine fingerprint")
+    add("--perfsuite-factor", type=float, metavar="X", help=f"timing change needed before a comparison "
+        f"counts (default {settings_mod.DEFAULT_FACTOR})")
+    add("--perfsuite-alpha", type=float, metavar="P",
+        help=f"significance level of timing comparisons (default {settings_mod.DEFAULT_ALPHA})")
+    add("--perfsuite-report-md", metavar="FILE", help="write the verdicts as markdown (for PR comments)")
+    add("--perfsuite-report-json", metavar="FILE", help="write the verdicts as JSON")
+    add("--perfsuite-png", metavar="FILE", help="write a chart of baseline ratios (needs matplotlib)")
+    add("--perfsuite-inject", action="append", metavar="FAULT",
+        help="inject a known fault (perfsuite.faults) into every run's knobs or step code; repeatable")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    opt = config.getoption
+    cli = {name: opt(f"--perfsuite-{name.replace('_', '-')}") for name in (
+        "scale", "device", "steps", "warmup", "save", "compare", "baselines", "force", "factor", "alpha",
+        "report_md", "report_json", "png", "inject")}
+    try:
+        resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(config.rootpath), config.rootpath,
+                                        config.invocation_params.dir)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+    if resolved.save and resolved.inject:
+        raise pytest.UsageError("perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
+                                "injected fault as the baseline; drop one of them")
+    config.stash[STATE] = PerfState(resolved)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Check pyproject thresholds and the fault hook once, before any run spends time."""
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    try:
+        if state.settings.thresholds:
+            from perfsuite.verdicts import parse_thresholds
+
+            parse_thresholds(settings_mod.all_threshold_bounds(state.settings))
+        settings_mod.fault_transform(state.settings.inject)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: [tool.perfsuite] or options: {exc}") from None
+
+
+def marker_bounds(item: pytest.Item) -> dict[str, Any]:
+    """Bounds of every ``perf`` marker on the item; the closest marker wins per name."""
+    bounds: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers("perf"))):
+        if mark.args:
+            raise PerfsuiteError(f"@pytest.mark.perf takes keyword bounds only, got {mark.args!r}; "
+                                 "write e.g. @pytest.mark.perf(max_syncs_per_step=0)")
+        bounds.update(mark.kwargs)
+    return bounds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A misspelt bound fails the test before it runs anything."""
+    if item.get_closest_marker("perf") is None:
+        return
+    from perfsuite.verdicts import parse_thresholds
+
+    try:
+        parse_thresholds(marker_bounds(item))
+    except PerfsuiteError as exc:
+        pytest.fail(f"perfsuite: {exc}", pytrace=False)
+
+
+class PerfRun:
+    """The ``perf_run`` fixture's value: call it to run a workload and get its Result."""
+
+    def __init__(self, state: PerfState, node: pytest.Item, benchmark: Any) -> None:
+        self._state, self._node, self._benchmark = state, node, benchmark
+        self._ids: set[str] = set()
+
+    @property
+    def scale(self) -> str:
+        """The session's scale (``smoke`` or ``full``), for tests that size knobs by it."""
+        return self._state.settings.scale
+
+    @property
+    def device(self) -> str:
+        """The session's device (``cpu``, ``cuda``, ``cuda:N``), resolved."""
+        return self._state.device()
+
+    def __call__(self, workload: Any, *, steps: int | None = None, warmup: int | None = None,
+                 label: str | None = None, check: bool = True, probes: Any = None, **knobs: Any) -> Result:
+        """Run ``workload`` (a registered name or a Workload instance) with flat knobs; return its Result.
+
+        Scale and device come from the session (``device=`` here overrides
+        it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
+        ``warmup``. ``label`` names this Result when a test runs several
+        (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
+        it from the marker's thresholds. A knob this device cannot run
+        (amp='fp16' on a CPU) skips the test with the reason.
+        """
+        from perfsuite.errors import DeviceError
+        from perfsuite.knobs import Knobs
+        from perfsuite.runner import RunSpec, run
+        from perfsuite.session import Recorded
+
+        s = self._state.settings
+        result_id = self._result_id(label)
+        knobs.setdefault("device", self._state.device())
+        spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
+        n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
+        spec = RunSpec(workload, s.scale, spec_knobs, n_steps, n_warmup, n_observe,
+                       mutate=settings_mod.fault_mutation(s.inject))  # faults that change the step's code
+        try:
+            result = run(spec, probes)
+        except DeviceError as exc:
+            pytest.skip(f"perfsuite: {exc}")
+        if s.inject:
+            import dataclasses
+
+            result = dataclasses.replace(result, notes=(*result.notes, f"injected fault: {', '.join(s.inject)}"))
+        first = not self._state.pending.get(self._node.nodeid)
+        self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
+        self._to_benchmark(result_id, result, first)
+        return result
+
+    def _result_id(self, label: str | None) -> str:
+        nodeid = self._node.nodeid
+        n = len(self._ids) + 1
+        result_id = f"{nodeid}#{label}" if label else (nodeid if n == 1 else f"{nodeid}#{n}")
+        if result_id in self._ids:
+            raise PerfsuiteError(f"perf_run(label={label!r}) twice in {nodeid}; give each run its own label")
+        self._ids.add(result_id)
+        return result_id
+
+    def _to_benchmark(self, result_id: str, result: Result, first: bool) -> None:
+        """Put the Result into pytest-benchmark: step times as its stats, metrics in extra_info.
+
+        pytest-benchmark has no public API for timings measured elsewhere
+        (ionelmc/pytest-benchmark#52), so this uses its fixture's
+        ``_make_stats``; tests/plugin checks the saved JSON so an upgrade that
+        changes it fails loudly there.
+        """
+        bench = self._benchmark
+        bench.group = bench.group or f"perfsuite:{result.workload}"
+        bench.extra_info.setdefault("perfsuite", {})[result_id] = benchmark_info(result)
+        if first and bench.enabled and not getattr(bench, "_mode", None):
+            bench._mode = "perfsuite.perf_run(...)"
+            stats = bench._make_stats(1)
+            for ms in result.samples.get("step_ms", []):
+                stats.update(ms / 1e3)
+
+
+def benchmark_info(result: Result) -> dict[str, Any]:
+    """The JSON-safe summary of a Result stored in pytest-benchmark's extra_info."""
+    return {
+        "workload": result.workload, "scale": result.scale, "steps": result.steps, "batch_size": result.batch_size,
+        "fingerprint": result.fingerprint.key(), "knobs": dict(result.knobs),
+        "metrics": {n: m.value for n, m in result.metrics.items() if m.available},
+        "unavailable": {n: m.reason for n, m in result.metrics.items() if not m.available},
+        "notes": list(result.notes),
+    }
+
+
+@pytest.fixture
+def perf_run(request: pytest.FixtureRequest, benchmark: Any) -> PerfRun:
+    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options."""
+    return PerfRun(request.config.stash[STATE], request.node, benchmark)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """After the test body passes, judge its Results; a failing verdict fails the test, naming the cause."""
+    state = item.config.stash.get(STATE, None)
+    try:
+        outcome = yield
+    finally:
+        records = state.pending.pop(item.nodeid, []) if state else []
+    if state is None:
+        return outcome
+    bounds = marker_bounds(item)
+    if not records:
+        if bounds:
+            pytest.fail("perfsuite: @pytest.mark.perf on a test that never called perf_run: nothing was "
+                        "measured, so its thresholds cannot pass; call perf_run(...) or drop the marker",
+                        pytrace=False)
+        return outcome
+    judgement = state.session.judge(records, bounds, item.name, item.nodeid)
+    bench = item.funcargs.get("benchmark") if hasattr(item, "funcargs") else None
+    if bench is not None:
+        bench.extra_info["perfsuite_verdicts"] = [v.to_dict() for v in judgement.verdicts]
+    if judgement.failures:
+        pytest.fail("perfsuite:\n  " + "\n  ".join(judgement.failures), pytrace=False)
+    if judgement.skip_reason:
+        # Reported at the test's location, not this hook's (as skip markers are).
+        raise pytest.skip.Exception(judgement.skip_reason, _use_item_location=True)
+    return outcome
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the report files that were asked for."""
+    state = session.config.stash.get(STATE, None)
+    if state is None or not state.judged:
+        return
+    s, perf = state.settings, state.session
+    from perfsuite import report
+
+    for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(perf.verdicts), encoding="utf-8")
+            state.reports.append(f"wrote {path}")
+    if s.png is not None:
+        try:
+            s.png.parent.mkdir(parents=True, exist_ok=True)
+            report.write_png(perf.verdicts, s.png, perf.results)
+            state.reports.append(f"wrote {s.png}")
+        except ImportError:
+            state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The verdict table, then what could not be checked and what was refused, saved and written.
+
+    Rows that need no attention (pass, unchanged) are counted, not listed, unless ``-v`` is given.
+    """
+    state = config.stash.get(STATE, None)
+    if state is None or not state.judged:
+        return
+    from perfsuite import report
+    from perfsuite.verdicts import Outcome
+
+    perf, tr = state.session, terminalreporter
+    quiet = (Outcome.PASS, Outcome.UNCHANGED)
+    shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
+    tr.write_sep("=", "perfsuite")
+    if shown:
+        tr.write_line(report.format_terminal(report.ordered(shown), width=config.get_terminal_writer().fullwidth))
+    hidden = len(perf.verdicts) - len(shown)
+    tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
+    tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
+    for v in perf.verdicts:
+        if v.outcome is Outcome.UNAVAILABLE:
+            tr.write_line(f"unavailable: {v.test_id}: {v.message}")
+    for problem in perf.problems:
+        tr.write_line(problem, red=True)
+    if perf.saved:
+        tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
+    for line in state.reports:
+        tr.write_line(line)

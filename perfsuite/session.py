@@ -1,0 +1,141 @@
+"""The plugin's library half: judge one test's Results against thresholds and stored baselines.
+
+plugin.py only translates between pytest and this module, so the rules live
+here, testable without pytest:
+
+* thresholds are the test's marker bounds, overridden by ``[tool.perfsuite]``
+  bounds for the run's machine class (see settings.machine_thresholds);
+* an unavailable metric is never a pass: its threshold is ``unavailable``
+  with the reason, and a test whose thresholds are all unavailable (and
+  which nothing else judged) is skipped with those reasons;
+* comparing: a missing baseline is ``new``, a baseline from another
+  fingerprint is refused unless forced, a corrupt one is an error naming the
+  file; saving overwrites only because saving was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite import causes
+from perfsuite.baselines import BaselineStore
+from perfsuite.errors import BaselineError, FingerprintMismatch
+from perfsuite.results import Result
+from perfsuite.settings import Settings, machine_class, machine_thresholds
+from perfsuite.verdicts import Outcome, Verdict, check_thresholds, compare_results, parse_thresholds
+
+# Baseline outcomes that count as having judged the test (new and unavailable do not).
+_DECISIVE = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One Result a test produced. ``check`` False exempts it from the thresholds (not from baselines)."""
+
+    result_id: str
+    result: Result
+    check: bool = True
+
+
+@dataclass
+class Judgement:
+    """What one test's results came to: verdicts, failure lines, unavailable thresholds."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+    thresholds: int = 0
+    decided: bool = False
+    saved: list[Path] = field(default_factory=list)
+
+    @property
+    def skip_reason(self) -> str | None:
+        """Set when the test had thresholds, none could be measured here, and nothing else judged it."""
+        if self.failures or self.decided or not self.thresholds or not self.unavailable:
+            return None
+        return "perfsuite: no threshold could be checked on this machine: " + "; ".join(self.unavailable)
+
+
+class PerfSession:
+    """Judges tests one by one and keeps every verdict for the session's summary and reports."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = BaselineStore(settings.baselines)
+        self.verdicts: list[Verdict] = []
+        self.results: dict[str, Result] = {}
+        self.problems: list[str] = []
+        self.saved: list[Path] = []
+
+    def bounds_for(self, result: Result, marker_bounds: Mapping[str, Any], test_name: str, nodeid: str) -> dict:
+        machine = machine_class(result.fingerprint.gpu_model)
+        return {**marker_bounds, **machine_thresholds(self.settings, machine, test_name, nodeid)}
+
+    def judge(self, records: list[Recorded], marker_bounds: Mapping[str, Any], test_name: str,
+              nodeid: str) -> Judgement:
+        out = Judgement()
+        for rec in records:
+            self.results[rec.result_id] = rec.result
+            if rec.check:
+                self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
+            if self.settings.compare:
+                self._compare(rec, out)
+            if self.settings.save:
+                path = self.store.save(rec.result, rec.result_id, overwrite=True)
+                out.saved.append(path)
+                self.saved.append(path)
+        self.verdicts += out.verdicts
+        return out
+
+    def _thresholds(self, rec: Recorded, bounds: Mapping[str, Any], out: Judgement) -> None:
+        out.thresholds += len(bounds)
+        for verdict in check_thresholds(rec.result, rec.result_id, parse_thresholds(bounds)):
+            if verdict.outcome is Outcome.UNAVAILABLE:
+                out.unavailable.append(verdict.message)
+            else:
+                out.decided = True
+            out.verdicts.append(self._explained(verdict, rec.result, out))
+
+    def _compare(self, rec: Recorded, out: Judgement) -> None:
+        head, rid, s = rec.result, rec.result_id, self.settings
+        try:
+            base = self.store.load(head.fingerprint, rid)
+            if base is None:
+                base = self.store.load_any(rid)
+                if base is None:
+                    out.verdicts.append(Verdict(
+                        rid, "*", None, None, None, Outcome.NEW,
+                        f"no baseline for this test under {self.store.root / head.fingerprint.key()}"))
+                    return
+                if not s.force:
+                    raise FingerprintMismatch(
+                        f"{rid}: its baseline {self.store.path_for(base.fingerprint, rid)} was recorded on "
+                        f"{base.fingerprint.key()!r} but this run is {head.fingerprint.key()!r}; timings from "
+                        "different machines do not compare. Record a baseline here with --perfsuite-save "
+                        "(nox -s baseline), or pass --perfsuite-force to compare anyway")
+            verdicts = compare_results(base, head, rid, factor=s.factor, alpha=s.alpha, force=s.force)
+        except FingerprintMismatch as exc:
+            self._problem(out, f"comparison refused: {exc}")
+            return
+        except BaselineError as exc:
+            self._problem(out, f"baseline error: {exc}")
+            return
+        for verdict in verdicts:
+            if verdict.outcome is Outcome.UNAVAILABLE and not base.metric(verdict.metric).available:
+                continue  # unmeasurable on both sides (gpu_util on a CPU): nothing was compared, nothing lost
+            out.decided |= verdict.outcome in _DECISIVE
+            out.verdicts.append(self._explained(verdict, head, out))
+
+    def _explained(self, verdict: Verdict, result: Result, out: Judgement) -> Verdict:
+        if not verdict.failed:
+            return verdict
+        cause = causes.explain(verdict, result)
+        out.failures.append(f"{verdict.test_id}: {causes.failure_line(verdict, cause)}")
+        return verdict.with_cause(str(cause) if cause else None)
+
+    def _problem(self, out: Judgement, message: str) -> None:
+        out.failures.append(message)
+        self.problems.append(message)

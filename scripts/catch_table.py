@@ -1,0 +1,69 @@
+"""Generate the catch table in README.md from the fault catalog and the recorded self-test.
+
+    python scripts/catch_table.py --run [--aa 20]   # run the self-test, record it, rewrite the table
+    python scripts/catch_table.py                   # rewrite the table from the recorded results
+    python scripts/catch_table.py --check           # exit 1 if README's table is not the generated one
+
+The self-test (perfsuite.catch.self_test) runs each reference once, each fault
+once, and ``--aa`` more runs of each unchanged reference through the same
+decisions; results go to tests/faults/data/catch_results.json. The table sits
+between ``<!-- catch-table:start -->`` and ``<!-- catch-table:end -->``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfsuite.catch import CatchReport, current_table, render_table, self_test, splice  # noqa: E402
+
+RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
+README = ROOT / "README.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="store_true", help="run the self-test first and record its results")
+    parser.add_argument("--aa", type=int, default=20, help="A/A runs per reference with --run (default 20)")
+    parser.add_argument("--faults", nargs="*",
+                        help="with --run: only these faults (default: all); updates their rows of the record")
+    parser.add_argument("--device", default="cpu", help="with --run: cpu or cuda")
+    parser.add_argument("--check", action="store_true", help="exit 1 if README's table differs from the generated one")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args(argv)
+
+    if args.run:
+        cache = os.environ.get("PERFSUITE_CACHE")
+        report = self_test(args.faults, device=args.device, aa_runs=args.aa, cache_dir=Path(cache) if cache else None,
+                           log=lambda s: print(s, file=sys.stderr, flush=True))
+        if args.faults and args.results.is_file():  # a partial run updates the recorded one
+            recorded = CatchReport.load(args.results)
+            recorded.catches.update(report.catches)
+            recorded.aa.update(report.aa)
+            recorded.references.update(report.references)
+            report = recorded
+        report.save(args.results)
+    if not args.results.is_file():
+        print(f"no recorded results at {args.results}; run `python scripts/catch_table.py --run`", file=sys.stderr)
+        return 1
+    table = render_table(CatchReport.load(args.results))
+    readme = args.readme.read_text(encoding="utf-8") if args.readme.is_file() else ""
+    if args.check:
+        if current_table(readme) != table:
+            print(f"{args.readme.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    args.readme.write_text(splice(readme, table), encoding="utf-8")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Session fixtures for the fault tests: each reference and each fault runs at most once per session.
+
+Statistical catches compare a fault's run with the unchanged run of the same
+session, never with an absolute time, so both come from here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from perfsuite.results import Result
+
+
+@pytest.fixture(scope="session")
+def runs() -> Callable[..., Result]:
+    """``runs(reference, fault=None, again=0)``: the Result, run once per session and reused."""
+    from perfsuite.catch import run_reference
+
+    cache: dict[tuple[str, str | None, int], Result] = {}
+    cache_dir = Path(os.environ["PERFSUITE_CACHE"]) if os.environ.get("PERFSUITE_CACHE") else None
+
+    def get(reference: str, fault: str | None = None, again: int = 0) -> Result:
+        key = (reference, fault, again)
+        if key not in cache:
+            cache[key] = run_reference(reference, fault=fault, cache_dir=cache_dir)
+        return cache[key]
+
+    return get

@@ -1,0 +1,83 @@
+"""Every fault a CPU can show is caught against its unchanged reference, in this session; A/A stays quiet.
+
+Each reference runs once per session (the ``runs`` fixture); each fault runs
+once. Exact signals are checked exactly; statistical ones (per-sample step
+time, epoch-start fetches) by perfsuite's timing rule against the unchanged
+run of this session. GPU-only faults are not run here: their rows in the
+README say so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from perfsuite import catch
+from perfsuite.faults import FAULTS, REFERENCES
+
+CPU_FAULTS = sorted(name for name, f in FAULTS.items() if f.device == "cpu")
+# What each catch's message must name, beyond the fault's cause.
+EVIDENCE = {
+    "host_read_every_step": "Tensor.item at perfsuite/pipeline.py:",
+    "eval_every_epoch": "Tensor.item at perfsuite/pipeline.py:",
+    "amp_off": "amp_lowp_frac 0.00 vs 1.00",
+    "amp_bool": "amp_lowp_frac 0.00 vs 1.00",
+    "compile_off": "0 compiled graph(s) vs",
+    "seed_label_augment": "label_violations",
+    "images_only_cutmix": "images moved without their masks",
+    "images_only_mixup": "images moved without their masks",
+    "persistent_workers_off": "epoch-start fetches",
+}
+
+
+@pytest.mark.parametrize("name", CPU_FAULTS)
+def test_cpu_fault_is_caught(name: str, runs) -> None:
+    fault = FAULTS[name]
+    result = catch.decide(fault, runs(fault.reference), runs(fault.reference, name))
+    assert result.caught, result.message
+    assert fault.cause in result.message
+    assert EVIDENCE[name] in result.message
+
+
+@pytest.mark.parametrize("reference", sorted({FAULTS[n].reference for n in CPU_FAULTS}))
+def test_aa_unchanged_reference_raises_no_alarm(reference: str, runs) -> None:
+    base, again = runs(reference), runs(reference, again=1)
+    alarms = [c.message for c in (catch.decide(f, base, again) for f in FAULTS.values()
+                                  if f.reference == reference and f.device == "cpu") if c.caught]
+    assert not alarms
+
+
+def test_config_forms_are_refused_up_front() -> None:
+    assert catch.refusal(FAULTS["amp_bool"]).startswith("KnobError: amp=True is not a precision")
+    assert catch.refusal(FAULTS["images_only_mixup"]).startswith("AugmentationError: mixup=0.3 on face_parsing")
+
+
+def test_label_probe_is_exact_and_adds_no_sync_of_its_own(runs) -> None:
+    ref = runs("labels")
+    labels = ref.metric("label_violations")
+    assert labels.value == 0 and labels.detail["observed_steps"] == REFERENCES["labels"].observe_steps
+    sites = " ".join(s["site"] for s in ref.metric("syncs_per_step").detail["sites"])
+    assert "probes/labels.py" not in sites and "augment/checks.py" not in sites
+    assert "pipeline.py" not in sites
+    corrupted = runs("labels", "seed_label_augment").metric("label_violations")
+    assert corrupted.value > 0 and corrupted.detail["property"] > 0  # seeded: the same count every run
+    assert runs("step").metric("label_violations").reason.startswith("target kind 'none'")
+
+
+def test_label_probe_counts_class_labels_outside_the_class_set() -> None:
+    from perfsuite.knobs import Knobs
+    from perfsuite.probes.labels import LabelProbe
+    from perfsuite.runner import RunSpec, run
+
+    def off_by_ten(pipeline) -> None:
+        move = pipeline.to_device
+        pipeline.to_device = lambda batch: (lambda xy: (xy[0], xy[1] + 10))(move(batch))
+        pipeline.workload.loss = lambda output, target: output.float().mean()  # one that does not check targets
+
+    def spec(mutate):
+        return RunSpec("gray_classifier", knobs=Knobs.from_flat(aug="none", num_workers=0, batch_size=4), steps=2,
+                       warmup=0, observe_steps=2, mutate=mutate)
+
+    assert run(spec(None), probes=[LabelProbe()]).value("label_violations") == 0
+    bad = run(spec(off_by_ten), probes=[LabelProbe()]).metric("label_violations")
+    assert bad.value == bad.detail["out_of_set"] == 2 * 4  # every label of both observed batches
+    assert "outside 0..9" in bad.detail["examples"][0]

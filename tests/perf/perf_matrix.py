@@ -1,0 +1,25 @@
+"""Shared matrix of the reference perf suite: the seeds' findings as tests, for each reference workload.
+
+The reference suite runs with ``nox -s perf`` (smoke scale, CPU, a few minutes on two cores) or
+``nox -s perf -- --perfsuite-scale full`` on a GPU. Thresholds here are the
+ones that hold honestly on every machine: deterministic counts (host syncs,
+AMP engaged, graph breaks) everywhere, GPU-only bounds (gpu_util) that skip
+with the reason on a CPU, and within-session ratios only where the device
+makes them meaningful. Timings are judged against stored baselines with
+``--perfsuite-compare``, never against fixed numbers.
+"""
+
+from __future__ import annotations
+
+WORKLOADS = ("face_parsing", "captcha_slider", "super_resolution", "gray_classifier")
+SMALLEST = "gray_classifier"  # the compile case: torch.compile on two CPU cores takes about a minute
+
+# Kornia's ColorJiggle reads its random factors back to the host (Tensor.__bool__ / .tolist(), 5 per
+# batch) and its gaussian blur one more, so the GPU executor syncs even though perfsuite's own code
+# does not. A regression guard until perfsuite/augment/gpu.py avoids them: more syncs fail.
+GPU_AUG_SYNCS = {"face_parsing": 6, "captcha_slider": 6, "super_resolution": 5, "gray_classifier": 6}
+
+
+def workers(scale: str) -> int:
+    """The tuned worker count: two on the smoke machine's two cores, eight at full scale (seed 002's fix)."""
+    return 2 if scale == "smoke" else 8

@@ -1,0 +1,113 @@
+"""--perfsuite-save / --perfsuite-compare end to end: round trip, regressions, refusals, corruption, no overwrites."""
+
+from __future__ import annotations
+
+import json
+
+from perfsuite_pytester import baseline_files, read_json, run
+
+from perfsuite.results import Fingerprint
+
+pytest_plugins = ["pytester"]
+
+# These tests check the wiring, not timings: a busy machine must not make step_ms regress.
+LENIENT = ("--perfsuite-factor", "50")
+
+TEST = """
+    import pytest
+
+    @pytest.mark.perf(max_syncs_per_step=0)
+    def test_loader(perf_run):
+        perf_run("plugin_tiny", aug="none", num_workers=0)
+"""
+
+
+def test_save_then_compare_round_trips_and_only_saving_writes(project):
+    project.makepyfile(TEST)
+    first = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*test_loader*new*", "*1 new, 1 pass*"])
+    assert baseline_files(project.path) == []  # comparing never writes a baseline
+    assert {v["outcome"] for v in read_json(project.path / "v.json")} == {"new", "pass"}
+
+    saved = run(project, "--perfsuite-save")
+    saved.assert_outcomes(passed=1)
+    saved.stdout.fnmatch_lines(["saved 1 baseline(s) under *baselines"])
+    [path] = baseline_files(project.path)
+    stored = read_json(path)
+    assert stored["test_id"].endswith("::test_loader")
+    assert path.parent.name == Fingerprint(**stored["result"]["fingerprint"]).key()
+    before = path.read_bytes()
+
+    again = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json", *LENIENT)
+    again.assert_outcomes(passed=1)
+    outcomes = {v["metric"]: v["outcome"] for v in read_json(project.path / "v.json")}
+    assert "*" not in outcomes  # no longer new
+    assert outcomes["step_ms"] in {"unchanged", "inconclusive", "improved"}
+    assert outcomes["syncs_per_step"] == "unchanged"
+    assert path.read_bytes() == before and baseline_files(project.path) == [path]  # compared, not written
+
+    run(project, "--perfsuite-save").assert_outcomes(passed=1)
+    assert path.read_bytes() != before  # saving, and only saving, replaces it
+
+
+def _edit_baseline(path, edit):
+    data = read_json(path)
+    edit(data["result"])
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_regression_against_the_baseline_fails_with_the_cause(project):
+    project.makepyfile(TEST)
+    run(project, "--perfsuite-save").assert_outcomes(passed=1)
+    [path] = baseline_files(project.path)
+    # A baseline a hundred times faster than anything this run can do: head must be judged regressed.
+    _edit_baseline(path, lambda r: r["samples"].update(step_ms=[x / 100 for x in r["samples"]["step_ms"]]))
+    out = run(project, "--perfsuite-compare")
+    out.assert_outcomes(failed=1)
+    out.stdout.fnmatch_lines(["*test_loader: slow steps: step_ms median * -> * ms (x*slower by more than x1.05*",
+                              "*1 regressed*"])
+
+
+def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
+    project.makepyfile(TEST)
+    run(project, "--perfsuite-save").assert_outcomes(passed=1)
+    [path] = baseline_files(project.path)
+    data = read_json(path)
+    data["result"]["fingerprint"]["cpu_model"] = "Imaginary CPU 9000"
+    other_key = Fingerprint(**data["result"]["fingerprint"]).key()
+    moved = project.path / "baselines" / other_key / path.name
+    moved.parent.mkdir()
+    moved.write_text(json.dumps(data), encoding="utf-8")
+    path.unlink()
+
+    refused = run(project, "--perfsuite-compare")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines([
+        f"*comparison refused: *test_loader: its baseline *{other_key}* was recorded on '{other_key}' but this run "
+        "is *; timings from different machines do not compare*--perfsuite-force*",
+    ])
+    forced = run(project, "--perfsuite-compare", "--perfsuite-force", *LENIENT)
+    forced.assert_outcomes(passed=1)
+    assert "comparison refused" not in forced.stdout.str()
+    assert "new" not in forced.stdout.str().split("= perfsuite =")[1]
+
+
+def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
+    project.makepyfile(TEST)
+    run(project, "--perfsuite-save").assert_outcomes(passed=1)
+    [path] = baseline_files(project.path)
+    path.write_text("{ not json", encoding="utf-8")
+    out = run(project, "--perfsuite-compare")
+    out.assert_outcomes(failed=1)
+    out.stdout.fnmatch_lines([f"*baseline error: baseline {path} is not valid JSON*"])
+    assert path.read_text(encoding="utf-8") == "{ not json"  # left for a person to look at
+
+
+def test_baselines_option_and_pyproject_pick_the_directory(project):
+    project.makepyfile(TEST)
+    project.path.joinpath("pyproject.toml").write_text('[tool.perfsuite]\nbaselines = "perf/stored"\n')
+    run(project, "--perfsuite-save").assert_outcomes(passed=1)
+    assert len(list((project.path / "perf" / "stored").rglob("*.json"))) == 1
+    run(project, "--perfsuite-save", "--perfsuite-baselines", "elsewhere").assert_outcomes(passed=1)
+    assert len(list((project.path / "elsewhere").rglob("*.json"))) == 1

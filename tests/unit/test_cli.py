@@ -1,0 +1,63 @@
+"""The perfsuite command: list, run (table and JSON), and errors that say what to write."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.results import Result
+
+
+def test_list_names_every_workload_with_both_scales(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["captcha_slider", "face_parsing", "gray_classifier", "super_resolution"]
+    assert all(set(r["scales"]) == {"smoke", "full"} for r in rows)
+
+
+def test_run_json_is_a_result_with_metrics_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "gray_classifier", "--aug", "cpu", "--workers", "0", "--steps", "3", "--warmup", "1",
+                 "--observe-steps", "1", "--log-interval", "1", "--amp", "bf16", "--device", "cpu", "--json"])
+    assert code == 0
+    result = Result.from_json(capsys.readouterr().out)
+    assert result.knobs["aug"] == "cpu" and result.knobs["amp"] == "bf16" and result.knobs["log_interval"] == 1
+    assert result.steps == 3 and len(result.samples["step_ms"]) == 3
+    assert {"samples_per_s", "step_ms"} <= set(result.metrics)
+
+
+def test_run_table_shows_throughput_and_step_percentiles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "super_resolution", "--aug", "none", "--workers", "0", "--steps", "3", "--warmup", "0",
+                 "--observe-steps", "0", "--device", "cpu", "--pin-memory"]) == 0
+    out = capsys.readouterr().out
+    for text in ("samples/s", "step ms median", "step ms p90", "pin_memory=True has no effect without CUDA"):
+        assert text in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--amp", "true"], "amp=True is not a precision: write amp='bf16'", id="amp-true"),
+        pytest.param(["--aug", "gpus"], "aug='gpus' is not a placement", id="aug-typo"),
+        pytest.param(["--workers", "0", "--prefetch", "2"], "prefetch_factor=2 needs worker processes",
+                     id="prefetch-without-workers"),
+        pytest.param(["--compile", "turbo"], "is not a torch.compile mode", id="compile-mode"),
+    ],
+)
+def test_bad_flags_exit_2_with_the_fix(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "gray_classifier", "--device", "cpu", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_workload_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "imagenet", "--device", "cpu"]) == 2
+    assert "unknown workload 'imagenet'" in capsys.readouterr().err
+
+
+def test_help_does_not_import_torch() -> None:
+    code = "import sys; from perfsuite.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

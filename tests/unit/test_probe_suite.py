@@ -1,0 +1,48 @@
+"""All probes together on a real CPU run: every metric by its one name, measured or unavailable with a reason."""
+
+from __future__ import annotations
+
+import torch
+
+from perfsuite.knobs import Knobs
+from perfsuite.probes import Probe, all_probes
+from perfsuite.results import METRIC_NAMES, Result
+from perfsuite.runner import RunSpec, run
+
+PROBED = set(METRIC_NAMES) - {"samples_per_s", "step_ms", "label_violations"}
+
+
+def test_all_probes_are_fresh_distinct_instances() -> None:
+    first, second = all_probes(), all_probes()
+    names = [p.name for p in first]
+    assert len(set(names)) == len(names)
+    assert {"datawait", "nvml", "syncs", "compile", "amp", "memory"} <= set(names)
+    assert all(a is not b for a, b in zip(first, second))
+
+
+class _WindowIsBare(Probe):
+    """Placed after every other probe: records what instrumentation is active when the window opens."""
+
+    name = "window-check"
+    modes: tuple[int, int] | None = None
+
+    def start(self) -> None:
+        self.modes = (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())
+
+
+def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> None:
+    knobs = Knobs.from_flat(aug="cpu", num_workers=1, log_interval=1, amp="bf16")
+    check = _WindowIsBare()
+    result = run(RunSpec("gray_classifier", knobs=knobs, steps=3, warmup=1, observe_steps=2),
+                 probes=[*all_probes(), check])
+    assert check.modes == (0, 0), "an instrumenting probe is still active in the measured window"
+    assert PROBED <= set(result.metrics)
+    unavailable = {n for n in PROBED if not result.metric(n).available}
+    assert unavailable == {"gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz", "peak_mem_mb",
+                           "graph_breaks", "recompiles", "compile_s"}
+    assert all(result.metric(n).reason for n in unavailable)
+    assert result.value("syncs_per_step") == 1.0
+    assert result.value("amp_engaged") is True
+    assert 0.0 <= result.value("data_wait_frac") <= 1.0
+    assert result.metric("peak_rss_mb").detail["worker_processes"] >= 1
+    assert Result.from_json(result.to_json()) == result

@@ -1,0 +1,155 @@
+"""syncs_per_step: exact counts and call sites of sync-forcing operations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from perfsuite.knobs import Knobs
+from perfsuite.probes.base import WindowTimings
+from perfsuite.probes.compile import CompileProbe
+from perfsuite.probes.syncs import SyncProbe
+from perfsuite.runner import RunSpec, run
+
+TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
+
+
+def _ctx(observe_steps: int, **knobs: object) -> SimpleNamespace:
+    return SimpleNamespace(device="cpu", observe_steps=observe_steps, knobs=Knobs.from_flat(**knobs))
+
+
+def _observe(probe: SyncProbe, step, steps: int = 3, **knobs: object):  # type: ignore[no-untyped-def]
+    probe.setup(_ctx(steps, **knobs))
+    for _ in range(steps):
+        with probe.observe():
+            step()
+    probe.stop()
+    return probe.metrics(TIMINGS)[0]
+
+
+def _line_of(text: str) -> int:
+    """The line of this file on which ``text`` appears (call sites are asserted exactly)."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if text in line and "_line_of" not in line)
+
+
+def _pipeline_site() -> str:
+    import perfsuite.pipeline as pipeline
+
+    lines = Path(pipeline.__file__).read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(lines) if "loss.item()" in text)
+    return f"perfsuite/pipeline.py:{line}"
+
+
+def _run_syncs(log_interval: int):  # type: ignore[no-untyped-def]
+    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=log_interval)
+    result = run(RunSpec("gray_classifier", knobs=knobs, steps=2, warmup=1, observe_steps=2), probes=[SyncProbe()])
+    return result.metric("syncs_per_step")
+
+
+def test_reading_the_loss_every_step_is_one_sync_per_step_at_its_call_site() -> None:
+    metric = _run_syncs(log_interval=1)
+    assert metric.value == 1.0
+    assert metric.detail["observed_steps"] == 2
+    assert metric.detail["sites"] == [{"op": "Tensor.item", "site": _pipeline_site(), "per_step": 1.0}]
+
+
+def test_never_reading_the_loss_is_zero_syncs() -> None:
+    metric = _run_syncs(log_interval=0)
+    assert metric.value == 0.0
+    assert metric.detail["sites"] == []
+
+
+def test_two_reads_per_step_are_two_syncs_each_with_its_site() -> None:
+    loss = torch.tensor(3.0)
+
+    def step() -> None:
+        loss.item()  # first read
+        loss.item()  # second read
+
+    metric = _observe(SyncProbe(), step)
+    assert metric.value == 2.0
+    assert sorted(s["site"] for s in metric.detail["sites"]) == sorted(
+        f"tests/unit/test_probe_syncs.py:{_line_of(f'loss.item()  # {which} read')}" for which in ("first", "second"))
+    assert {s["per_step"] for s in metric.detail["sites"]} == {1.0}
+
+
+x = torch.tensor([1.0, -2.0, 3.0])
+
+
+@pytest.mark.parametrize(("op", "call"), [
+    ("Tensor.item", lambda: x.sum().item()),
+    ("Tensor.tolist", lambda: x.tolist()),
+    ("Tensor.cpu", lambda: x.cpu()),
+    ("Tensor.numpy", lambda: x.numpy()),
+    ("Tensor.__bool__", lambda: bool(x.sum() > 0)),
+    ("Tensor.__float__", lambda: float(x.sum())),
+    ("Tensor.nonzero", lambda: x.nonzero()),
+    ("torch.nonzero", lambda: torch.nonzero(x)),
+    ("Tensor.unique", lambda: x.unique()),
+    ("torch.unique", lambda: torch.unique(x)),
+    ("torch.masked_select", lambda: torch.masked_select(x, x > 0)),
+    ("Tensor.__getitem__[bool mask]", lambda: x[x > 0]),
+    ("torch.where(cond)", lambda: torch.where(x > 0)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_each_sync_forcing_op_counts_once(op: str, call) -> None:  # type: ignore[no-untyped-def]
+    metric = _observe(SyncProbe(), call, steps=2)
+    assert metric.value == 1.0
+    assert [s["op"] for s in metric.detail["sites"]] == [op]
+
+
+def test_ops_that_do_not_sync_count_zero() -> None:
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.AdamW(model.parameters())  # its step reads a CPU step counter with .item()
+
+    def step() -> None:
+        y = x.to("cpu")  # the host-to-device copy of a GPU run
+        z = torch.where(x > 0, x, y) + x[torch.tensor([0, 2, 1])]  # integer indexing: no sync
+        model(z.unsqueeze(0)).sum().backward()
+        opt.step()
+
+    assert _observe(SyncProbe(), step).value == 0.0
+
+
+def test_without_observed_steps_syncs_are_unavailable_with_the_reason() -> None:
+    probe = SyncProbe()
+    probe.setup(_ctx(0))
+    metric = probe.metrics(TIMINGS)[0]
+    assert metric.value is None and "observe_steps=0" in metric.reason
+
+
+def test_observing_a_compiled_model_does_not_recompile_it() -> None:
+    """The probe's function mode must not cost the model a recompile (the compile probe would report it)."""
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), backend="eager")
+    inputs = torch.randn(2, 4)
+    compile_probe = CompileProbe()
+    compile_probe.setup(_ctx(2, compile="default"))
+    model(inputs).sum().backward()  # warm-up: compiles
+    metric = _observe(SyncProbe(), lambda: model(inputs).sum().item(), steps=2, compile="default")
+    model(inputs).sum().backward()  # a measured step after observing
+    compile_probe.stop()
+    assert metric.value == 1.0
+    assert compile_probe.metrics(TIMINGS)[1].value == 0  # recompiles
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the profiler/sync-debug-mode path "
+                    "counts real host-device syncs, including explicit torch.cuda.synchronize()")
+def test_cuda_counts_real_syncs_including_explicit_synchronize() -> None:
+    loss = torch.ones((), device="cuda")
+
+    def step() -> None:
+        loss.item()
+        torch.cuda.synchronize()
+
+    probe = SyncProbe()
+    probe.setup(SimpleNamespace(device="cuda", observe_steps=2, knobs=Knobs.from_flat(device="cuda")))
+    for _ in range(2):
+        with probe.observe():
+            step()
+    probe.stop()
+    metric = probe.metrics(TIMINGS)[0]
+    assert metric.value == 2.0
+    assert any(s["op"] == "Tensor.item" and s["per_step"] == 1.0 for s in metric.detail["sites"])

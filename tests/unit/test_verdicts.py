@@ -1,0 +1,213 @@
+"""Thresholds, exact counters, the timing rule, and the fingerprint guard."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from perfsuite.errors import FingerprintMismatch, PerfsuiteError
+from perfsuite.results import Fingerprint, Metric, Result
+from perfsuite.verdicts import (
+    AtLeast, AtMost, Equals, Outcome, Verdict, block_medians, compare_results, compare_timing,
+    known_threshold_names, parse_threshold, parse_thresholds,
+)
+
+FP = Fingerprint(device="cpu", gpu_model=None, gpu_count=0, driver=None, cuda=None, torch="2.13.0", kornia=None,
+                 python="3.11.7", cpu_model="Test CPU", cpu_cores=2, platform="Linux")
+
+
+def make_result(step_ms=(), fingerprint=FP, **metrics) -> Result:
+    ms = {name: v if isinstance(v, Metric) else Metric(name, v) for name, v in metrics.items()}
+    return Result(workload="w", scale="smoke", knobs={}, metrics=ms, samples={"step_ms": list(step_ms)},
+                  fingerprint=fingerprint, batch_size=8, steps=len(step_ms), warmup=0)
+
+
+def noisy(level: float, n: int = 30, spread: float = 0.03, seed: int = 0) -> list[float]:
+    return list(level * np.random.default_rng(seed).lognormal(0.0, spread, n))
+
+
+# ----------------------------------------------------------------------------- thresholds
+
+@pytest.mark.parametrize("name,bound,cls,metric", [
+    ("min_samples_per_s", 100, AtLeast, "samples_per_s"),
+    ("max_syncs_per_step", 0, AtMost, "syncs_per_step"),
+    ("max_data_wait_frac", 0.05, AtMost, "data_wait_frac"),
+    ("min_gpu_util", 0.8, AtLeast, "gpu_util"),
+    ("max_graph_breaks", 0, AtMost, "graph_breaks"),
+    ("max_recompiles", 1, AtMost, "recompiles"),
+    ("amp_engaged", True, Equals, "amp_engaged"),
+    ("max_step_ms", 20.0, AtMost, "step_ms"),
+    ("min_amp_lowp_frac", 0.5, AtLeast, "amp_lowp_frac"),
+    ("max_peak_mem_mb", 2048, AtMost, "peak_mem_mb"),
+])
+def test_parse_threshold_names(name, bound, cls, metric):
+    threshold = parse_threshold(name, bound)
+    assert type(threshold) is cls and threshold.metric == metric and threshold.name == name
+
+
+@pytest.mark.parametrize("name,bound,match", [
+    ("max_data_wait", 0.05, "unknown threshold 'max_data_wait'.*max_data_wait_frac"),
+    ("most_syncs_per_step", 0, "unknown threshold"),
+    ("min_amp_engaged", 1, "unknown threshold"),
+    ("amp_engaged", 1, "write amp_engaged=True"),
+    ("max_step_ms", "20", "finite number"),
+    ("max_step_ms", float("inf"), "finite number"),
+    ("max_step_ms", True, "finite number"),
+], ids=["typo", "bad-prefix", "bool-with-prefix", "bool-not-bool", "string", "inf", "bool-bound"])
+def test_parse_threshold_rejects(name, bound, match):
+    with pytest.raises(PerfsuiteError, match=match):
+        parse_threshold(name, bound)
+
+
+def test_known_names_list_both_directions_and_bools():
+    names = known_threshold_names()
+    assert {"min_samples_per_s", "max_data_wait_frac", "amp_engaged"} <= set(names)
+    assert "min_amp_engaged" not in names
+
+
+def test_failing_threshold_message_names_metric_value_bound():
+    (t,) = parse_thresholds({"max_data_wait_frac": 0.05})
+    v = t.check(make_result(data_wait_frac=0.62), "t::a")
+    assert v.outcome is Outcome.FAIL and v.failed
+    assert v.message == "data_wait_frac 0.62 > 0.05"
+    assert (v.base, v.head, v.cause) == (0.05, 0.62, None)
+    assert v.with_cause("data-bound: augmentation on CPU workers").cause.startswith("data-bound")
+
+
+@pytest.mark.parametrize("name,bound,value,outcome", [
+    ("min_samples_per_s", 100, 99.9, Outcome.FAIL),
+    ("min_samples_per_s", 100, 100, Outcome.PASS),
+    ("max_syncs_per_step", 0, 0, Outcome.PASS),
+    ("max_syncs_per_step", 0, 1, Outcome.FAIL),
+    ("amp_engaged", True, False, Outcome.FAIL),
+    ("amp_engaged", False, False, Outcome.PASS),
+])
+def test_threshold_outcomes_at_the_boundary(name, bound, value, outcome):
+    metric = parse_threshold(name, bound).metric
+    assert parse_threshold(name, bound).check(make_result(**{metric: value}), "t").outcome is outcome
+
+
+def test_unavailable_metric_is_never_a_pass():
+    r = make_result(gpu_util=Metric.unavailable("gpu_util", "no NVML: running on cpu"))
+    v = parse_threshold("min_gpu_util", 0.8).check(r, "t")
+    assert v.outcome is Outcome.UNAVAILABLE and "no NVML" in v.message
+    missing = parse_threshold("max_recompiles", 0).check(make_result(), "t")
+    assert missing.outcome is Outcome.UNAVAILABLE and "no probe measured recompiles" in missing.message
+
+
+def test_verdict_dict_round_trip():
+    v = Verdict("t::a", "step_ms", 1.0, 2.0, 2.0, Outcome.REGRESSED, "slower", "cause")
+    assert Verdict.from_dict(v.to_dict()) == v and v.to_dict()["outcome"] == "regressed"
+
+
+# ----------------------------------------------------------------------------- exact metrics
+
+@pytest.mark.parametrize("metric,base,head,outcome", [
+    ("syncs_per_step", 0, 1, Outcome.REGRESSED),
+    ("syncs_per_step", 2, 0, Outcome.IMPROVED),
+    ("graph_breaks", 3, 3, Outcome.UNCHANGED),
+    ("recompiles", 0, 1, Outcome.REGRESSED),
+    ("label_violations", 0, 4, Outcome.REGRESSED),
+    ("amp_engaged", True, False, Outcome.REGRESSED),
+    ("amp_engaged", False, True, Outcome.IMPROVED),
+    ("amp_engaged", True, True, Outcome.UNCHANGED),
+])
+def test_exact_metrics_compare_exactly(metric, base, head, outcome):
+    steps = noisy(10)
+    verdicts = compare_results(make_result(steps, **{metric: base}), make_result(steps, **{metric: head}), "t")
+    (v,) = [v for v in verdicts if v.metric == metric]
+    assert v.outcome is outcome and (v.base, v.head) == (base, head)
+
+
+def test_metric_only_in_head_is_new_and_unavailable_head_says_why():
+    base = make_result(noisy(10))
+    head = make_result(noisy(10), recompiles=0, gpu_util=Metric.unavailable("gpu_util", "no NVML"))
+    by_metric = {v.metric: v for v in compare_results(base, head, "t")}
+    assert by_metric["recompiles"].outcome is Outcome.NEW
+    assert by_metric["gpu_util"].outcome is Outcome.UNAVAILABLE and "no NVML" in by_metric["gpu_util"].message
+
+
+@pytest.mark.parametrize("metric,base,head,outcome", [
+    ("data_wait_frac", 0.02, 0.05, Outcome.UNCHANGED),
+    ("data_wait_frac", 0.02, 0.30, Outcome.INCONCLUSIVE),
+    ("gpu_util", 80.0, 85.0, Outcome.UNCHANGED),
+    ("gpu_util", 80.0, 40.0, Outcome.INCONCLUSIVE),
+])
+def test_summary_metrics_use_a_tolerance_and_never_guess(metric, base, head, outcome):
+    verdicts = compare_results(make_result(noisy(10), **{metric: base}), make_result(noisy(10), **{metric: head}), "t")
+    (v,) = [v for v in verdicts if v.metric == metric]
+    assert v.outcome is outcome
+
+
+# ----------------------------------------------------------------------------- timing rule
+
+def test_clear_slowdown_regresses_and_speedup_improves():
+    base = noisy(10, seed=1)
+    assert compare_timing(base, noisy(12, seed=2)).outcome is Outcome.REGRESSED
+    assert compare_timing(base, noisy(8, seed=2)).outcome is Outcome.IMPROVED
+
+
+def test_same_distribution_is_unchanged():
+    assert compare_timing(noisy(10, seed=1), noisy(10, seed=2)).outcome is Outcome.UNCHANGED
+
+
+def test_significant_but_below_factor_is_not_regressed():
+    t = compare_timing(noisy(10, 60, 0.005, seed=1), noisy(10.3, 60, 0.005, seed=2))
+    assert t.p_slower < 1e-6 and t.outcome is not Outcome.REGRESSED
+
+
+def test_too_few_samples_is_inconclusive_with_reason():
+    t = compare_timing([10.0] * 4, [20.0] * 30)
+    assert t.outcome is Outcome.INCONCLUSIVE and "too few samples (base n=4" in t.reason
+
+
+def test_burst_of_contention_in_one_block_is_not_a_regression():
+    base = noisy(10, seed=1)
+    head = noisy(10, seed=2)[:12] + noisy(13, 18, seed=3)  # a neighbour starts a job mid-run
+    t = compare_timing(base, head)
+    assert t.ratio > 1.05 and t.outcome is Outcome.INCONCLUSIVE and "block medians overlap" in t.reason
+    assert compare_timing(base, head, blocks=1).outcome is Outcome.REGRESSED
+
+
+def test_block_medians_cover_every_sample():
+    assert block_medians([1, 2, 3, 4, 5, 6, 7], 3) == [2.0, 4.5, 6.5]
+    assert block_medians([5.0, 1.0], 3) == [5.0, 1.0]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"factor": 0.95}, "above 1"), ({"alpha": 0.0}, "between 0 and 0.5"), ({"alpha": 0.7}, "between 0 and 0.5"),
+])
+def test_rule_settings_are_validated(kwargs, match):
+    with pytest.raises(PerfsuiteError, match=match):
+        compare_timing(noisy(10), noisy(10), **kwargs)
+
+
+def test_factor_and_alpha_are_configurable():
+    base, head = noisy(10, seed=1), noisy(11, seed=2)
+    assert compare_timing(base, head, factor=1.05).outcome is Outcome.REGRESSED
+    assert compare_timing(base, head, factor=1.2).outcome is not Outcome.REGRESSED
+
+
+def test_step_ms_verdict_reports_medians_and_throughput():
+    base = make_result(noisy(10, seed=1), samples_per_s=800.0)
+    head = make_result(noisy(13, seed=2), samples_per_s=615.0)
+    (v, *_rest) = compare_results(base, head, "t::a")
+    assert v.metric == "step_ms" and v.outcome is Outcome.REGRESSED
+    assert v.ratio == pytest.approx(1.3, rel=0.05) and "samples_per_s 800 -> 615" in v.message
+
+
+def test_baseline_without_samples_is_inconclusive():
+    (v, *_rest) = compare_results(make_result(()), make_result(noisy(10)), "t")
+    assert v.outcome is Outcome.INCONCLUSIVE and "no raw step_ms samples" in v.message
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+def test_other_fingerprint_refused_unless_forced():
+    other = dataclasses.replace(FP, cpu_model="Other CPU")
+    base, head = make_result(noisy(10)), make_result(noisy(10), fingerprint=other)
+    with pytest.raises(FingerprintMismatch, match="--perfsuite-save.*--force"):
+        compare_results(base, head, "t::a")
+    assert compare_results(base, head, "t::a", force=True)[0].outcome is Outcome.UNCHANGED
