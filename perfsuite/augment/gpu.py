@@ -158,7 +158,7 @@ class GpuAugment(nn.Module):
         active ops need; ops with p=0 take no column and get neutral values.
         """
         r, j = self.recipe, self.recipe.jitter
-        u = iter(torch.rand(sum(_UNIFORMS[op] for op in r.active), n, device=device))
+        u = iter(torch.rand(n, sum(_UNIFORMS[op] for op in r.active), device=device).T)
 
         def coin(p: float) -> torch.Tensor:
             return next(u) < p if p > 0 else torch.zeros(n, dtype=torch.bool, device=device)

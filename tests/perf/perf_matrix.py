@@ -14,10 +14,6 @@ from __future__ import annotations
 WORKLOADS = ("face_parsing", "captcha_slider", "super_resolution", "gray_classifier")
 SMALLEST = "gray_classifier"  # the compile case: torch.compile on two CPU cores takes about a minute
 
-# Kornia's ColorJiggle reads its random factors back to the host (Tensor.__bool__ / .tolist(), 5 per
-# batch) and its gaussian blur one more, so the GPU executor syncs even though perfsuite's own code
-# does not. A regression guard until perfsuite/augment/gpu.py avoids them: more syncs fail.
-GPU_AUG_SYNCS = {"face_parsing": 6, "captcha_slider": 6, "super_resolution": 5, "gray_classifier": 6}
 
 
 def workers(scale: str) -> int:
