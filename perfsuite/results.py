@@ -112,10 +112,15 @@ class Fingerprint:
             kornia_version = None
         return cls(
             device=device, gpu_model=gpu_model, gpu_count=gpu_count, driver=driver,
-            cuda=torch.version.cuda, torch=torch.__version__.split("+")[0] if not torch.version.cuda
-            else torch.__version__, kornia=kornia_version, python=platform.python_version(),
+            cuda=torch.version.cuda, torch=_torch_version(torch), kornia=kornia_version,
+            python=platform.python_version(),
             cpu_model=_cpu_model(), cpu_cores=os.cpu_count() or 1, platform=platform.platform(terse=True),
         )
+
+
+def _torch_version(torch: Any) -> str:
+    """torch's version; a CPU build's local tag ('+cpu') is dropped, since cuda=None says it already."""
+    return torch.__version__ if torch.version.cuda else torch.__version__.split("+")[0]
 
 
 def _cpu_model() -> str:

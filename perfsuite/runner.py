@@ -149,7 +149,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
-        timeline.update(getattr(probe, "timeline", lambda: {})())
+        timeline.update(probe.timeline())
     return Result(
         workload=workload.name, scale=scale.name, knobs=knobs.flat(), metrics=metrics,
         samples={"step_ms": timings.step_ms, "fetch_ms": [s * 1e3 for s in fetch_s]},

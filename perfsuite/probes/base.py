@@ -81,3 +81,7 @@ class Probe:
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         """The metrics this probe contributes, each by its one name."""
         return []
+
+    def timeline(self) -> dict[str, list[float]]:
+        """Time series for Result.timeline (e.g. NVML samples), keyed by series name."""
+        return {}
