@@ -2,22 +2,19 @@
 
 For each :class:`~perfsuite.faults.Fault` it runs the fault's unchanged
 :class:`~perfsuite.faults.Reference` and the fault, in the same session, and
-decides with the fault's catching signal:
+passes both Results through the one verdict engine
+(:func:`perfsuite.verdicts.compare_results`, the code users run through the
+plugin and ``perfsuite compare``). A fault is caught when the engine fails
+its signal metric: exact metrics exactly (syncs_per_step rises with its new
+call site, amp_lowp_frac falls, graph_breaks becomes unavailable because
+nothing compiles, bytes copied grow), statistical ones by the metric's own
+sample rule (epoch-start fetches, per-sample step time).
 
-* exact signals compare counters and flags: syncs_per_step rises (with the
-  new call site), amp_lowp_frac falls from ~1 to ~0, the compiled graph count
-  falls to 0, label_violations rises from 0;
-* statistical signals compare with the unchanged run: data_wait_frac must rise
-  by a clear margin (:data:`WAIT_MARGIN` and :data:`WAIT_RATIO`); the fetches
-  that start an epoch (workers restarted) must take over :data:`STALL_FACTOR`
-  times as long, by perfsuite's timing rule; and per-sample step time must
-  regress by that rule
-  (:func:`perfsuite.verdicts.compare_timing`: larger than x1.05, Mann-Whitney
-  p < 0.01, bootstrap interval above 1).
-
-A/A: the unchanged reference, run again and again, goes through the very same
+A/A: the unchanged reference, run again, goes through the very same
 :func:`decide` for every fault on that reference; any catch is a false alarm.
-``scripts/catch_table.py`` runs this and writes the catch table into README.
+The Results themselves are recorded (tests/faults/data/), so the table is
+regenerated from them through the engine and a test fails if the two ever
+disagree. ``scripts/catch_table.py`` runs this and writes the table into README.
 """
 
 from __future__ import annotations
@@ -30,24 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from perfsuite import metrics
 from perfsuite.errors import PerfsuiteError
 from perfsuite.faults import FAULTS, REFERENCES, Fault, Reference
 from perfsuite.results import Result
-from perfsuite.verdicts import Outcome, compare_timing, format_value
+from perfsuite.verdicts import compare_results
 
-WAIT_MARGIN = 0.05  # data_wait_frac must rise by at least this much (absolute) ...
-WAIT_RATIO = 2.0  # ... and to at least this multiple of the unchanged run's
-STALL_FACTOR = 2.0  # epoch-start fetches must take over twice as long as the unchanged run's
-LOWP_ENGAGED = 0.9  # amp_lowp_frac of a run that trains in mixed precision
-LOWP_FP32 = 0.1  # amp_lowp_frac of a run that does not
 NOT_HERE = "not verified here: needs a CUDA GPU"
-SCHEMA = 1
-
-# Family labels of failure messages, as perfsuite.causes names them.
-LABELS = {
-    "data_wait_frac": "data-bound", "samples_per_s": "slow steps", "syncs_per_step": "host sync",
-    "amp_lowp_frac": "AMP not engaged", "graph_breaks": "not compiled", "label_violations": "misaligned targets",
-}
+SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -120,134 +107,31 @@ def refusal(fault: Fault, *, device: str = "cpu", cache_dir: Path | None = None)
 
 
 def decide(fault: Fault, base: Result, head: Result) -> Catch:
-    """Is ``head`` (the fault's run) caught against ``base`` (the unchanged run) by the fault's signal?"""
-    judge = _JUDGES[fault.judge or fault.signal]
-    caught, evidence, b, h = judge(base, head)
-    label = LABELS.get(fault.signal, fault.signal)
-    message = f"{label}: {evidence} ({fault.cause})" if caught else f"not caught: {evidence}"
-    return Catch(fault.name, fault.signal, fault.device, caught, message, _plain(b), _plain(h))
+    """Is ``head`` (the fault's run) caught against ``base`` (the unchanged run)?
+
+    Caught means the shipped engine, :func:`perfsuite.verdicts.compare_results`
+    (what the plugin and ``perfsuite compare`` run), fails the fault's signal
+    metric. There is no second rule book here.
+    """
+    verdicts = compare_results(base, head, fault.name, force=True)
+    verdict = next((v for v in verdicts if v.metric == fault.signal), None)
+    if verdict is None:
+        b, h = base.metric(fault.signal), head.metric(fault.signal)
+        return Catch(fault.name, fault.signal, fault.device, False,
+                     f"not caught: {fault.signal} unavailable on both sides ({h.reason or b.reason})")
+    label = metrics.family(fault.signal)
+    if verdict.failed:
+        message = f"{label}: {verdict.message} ({fault.cause})"
+    else:
+        message = f"not caught ({verdict.outcome}): {verdict.message}"
+    return Catch(fault.name, fault.signal, fault.device, verdict.failed, message, _plain(verdict.base),
+                 _plain(verdict.head))
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 4) if math.isfinite(value) else None
     return value
-
-
-def _judge_syncs(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    b, h = base.metric("syncs_per_step"), head.metric("syncs_per_step")
-    if not (b.available and h.available):
-        return False, f"syncs_per_step unavailable ({b.reason or h.reason})", b.value, h.value
-    before = {(s["op"], s["site"]): s["per_step"] for s in b.detail.get("sites", [])}
-    new = [s for s in h.detail.get("sites", []) if s["per_step"] > before.get((s["op"], s["site"]), 0.0)]
-    where = ", ".join(f"{s['op']} at {_short(s['site'])}, "
-                      f"{format_value(s['per_step'] - before.get((s['op'], s['site']), 0.0))}/step" for s in new[:2])
-    text = f"syncs_per_step {format_value(h.value)} vs {format_value(b.value)} unchanged"
-    caught = float(h.value) > float(b.value)
-    return caught, f"{text}: {where}" if where else text, b.value, h.value
-
-
-def _short(site: str) -> str:
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in site:
-            return site.split(marker, 1)[1]
-    return site
-
-
-def _judge_amp(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    b, h = base.metric("amp_lowp_frac"), head.metric("amp_lowp_frac")
-    if not (b.available and h.available):
-        return False, f"amp_lowp_frac unavailable ({b.reason or h.reason})", b.value, h.value
-    amp = head.knobs.get("amp")
-    text = (f"amp_lowp_frac {h.value:.2f} vs {b.value:.2f} unchanged, amp_engaged={head.value('amp_engaged')}, "
-            f"amp={amp!r}")
-    caught = float(b.value) >= LOWP_ENGAGED and float(h.value) <= LOWP_FP32
-    return caught, text, b.value, h.value
-
-
-def _graphs(result: Result) -> int:
-    metric = result.metric("graph_breaks")
-    return int(metric.detail.get("graphs", 0)) if metric.available else 0
-
-
-def _judge_graphs(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    b, h = _graphs(base), _graphs(head)
-    if b == 0:
-        return False, f"the unchanged run compiled no graph ({base.metric('graph_breaks').reason})", b, h
-    text = f"{h} compiled graph(s) vs {b} unchanged, compile={head.knobs.get('compile')!r}"
-    return h == 0, text, b, h
-
-
-def _judge_labels(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    b, h = base.metric("label_violations"), head.metric("label_violations")
-    if not (b.available and h.available):
-        return False, f"label_violations unavailable ({b.reason or h.reason})", b.value, h.value
-    parts = ", ".join(f"{k} {h.detail[k]}" for k in ("out_of_set", "invented", "unpaired", "property")
-                      if h.detail.get(k))
-    text = f"label_violations {h.value} vs {b.value} unchanged" + (f" [{parts}]" if parts else "")
-    examples = h.detail.get("examples") or []
-    if examples:
-        text += f"; {examples[0].split(': ', 1)[-1][:220]}"
-    return int(h.value) > 0 and int(b.value) == 0, text, b.value, h.value
-
-
-def _judge_wait(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    b, h = base.metric("data_wait_frac"), head.metric("data_wait_frac")
-    if not (b.available and h.available):
-        return False, f"data_wait_frac unavailable ({b.reason or h.reason})", b.value, h.value
-    bv, hv = float(b.value), float(h.value)
-    caught = hv - bv >= WAIT_MARGIN and hv >= WAIT_RATIO * bv
-    epochs = h.detail.get("epochs_started")
-    nan = float("nan")
-    hmed, bmed = h.detail.get("fetch_ms_median", nan), b.detail.get("fetch_ms_median", nan)
-    hmax, bmax = h.detail.get("fetch_ms_max", nan), b.detail.get("fetch_ms_max", nan)
-    text = (f"data_wait_frac {hv:.2f} vs {bv:.2f} unchanged (fetch median {hmed:.1f} vs {bmed:.1f} ms, "
-            f"max {hmax:.0f} vs {bmax:.0f} ms" + (f", {epochs} epochs" if epochs else "") + ")")
-    return caught, text, bv, hv
-
-
-def epoch_stalls(result: Result) -> list[float]:
-    """The fetch times that started an epoch: the longest ``epochs_started`` fetches of the window."""
-    epochs = int(result.metric("data_wait_frac").detail.get("epochs_started") or 0)
-    fetch = sorted(result.samples.get("fetch_ms", []))
-    return fetch[-epochs:] if epochs else []
-
-
-def _judge_epoch_stall(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    """Workers restarted every epoch: the epoch-start fetches take over STALL_FACTOR times as long."""
-    b, h = epoch_stalls(base), epoch_stalls(head)
-    bw, hw = base.value("data_wait_frac"), head.value("data_wait_frac")
-    text = f"data_wait_frac {format_value(hw)} vs {format_value(bw)} unchanged"
-    t = compare_timing(b, h, factor=STALL_FACTOR)
-    if t.log_ratio is None:
-        return False, f"{text}; epoch-start fetches: {t.reason}", bw, hw
-    text += (f"; the {len(h)} epoch-start fetches take {t.head_median:.0f} vs {t.base_median:.0f} ms "
-             f"(x{t.ratio:.1f}, 99% CI x{t.interval.low:.1f}..x{t.interval.high:.1f}, p={t.p_slower:.2g}): {t.outcome}")
-    return t.outcome is Outcome.REGRESSED, text, bw, hw
-
-
-def per_sample_ms(result: Result) -> list[float]:
-    """Step times divided by the batch size: comparable across batch sizes."""
-    return [t / result.batch_size for t in result.samples.get("step_ms", [])]
-
-
-def _judge_throughput(base: Result, head: Result) -> tuple[bool, str, Any, Any]:
-    t = compare_timing(per_sample_ms(base), per_sample_ms(head))
-    bs, hs = base.value("samples_per_s"), head.value("samples_per_s")
-    text = f"samples_per_s {format_value(hs)} vs {format_value(bs)} unchanged"
-    if t.log_ratio is not None:
-        text += (f"; per-sample step time x{t.ratio:.2f} (99% CI x{t.interval.low:.2f}..x{t.interval.high:.2f}, "
-                 f"p={t.p_slower:.2g}, batch {head.batch_size} vs {base.batch_size}): {t.outcome}")
-    else:
-        text += f": {t.reason}"
-    return t.outcome is Outcome.REGRESSED, text, bs, hs
-
-
-_JUDGES: dict[str, Callable[[Result, Result], tuple[bool, str, Any, Any]]] = {
-    "syncs_per_step": _judge_syncs, "amp_lowp_frac": _judge_amp, "graph_breaks": _judge_graphs,
-    "label_violations": _judge_labels, "data_wait_frac": _judge_wait, "samples_per_s": _judge_throughput,
-    "epoch_stall": _judge_epoch_stall,
-}
 
 
 # --------------------------------------------------------------------------- the self-test
@@ -262,6 +146,7 @@ class CatchReport:
     machine: str = ""
     device: str = "cpu"
     references: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, Result] = field(default_factory=dict)  # "ref:<name>", "fault:<name>", "aa:<ref>:<i>"
     schema: int = SCHEMA
 
     @property
@@ -276,7 +161,8 @@ class CatchReport:
         return {"schema": self.schema, "machine": self.machine, "device": self.device,
                 "references": {n: self.references[n] for n in sorted(self.references)},
                 "catches": {n: c.to_dict() for n, c in sorted(self.catches.items())},
-                "aa": {n: self.aa[n] for n in sorted(self.aa)}}
+                "aa": {n: self.aa[n] for n in sorted(self.aa)},
+                "results": {k: self.results[k].to_dict() for k in sorted(self.results)}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CatchReport:
@@ -284,15 +170,45 @@ class CatchReport:
             raise PerfsuiteError(f"catch results schema {data.get('schema')!r}; regenerate with "
                                  "`python scripts/catch_table.py --run`")
         return cls({n: Catch.from_dict(c) for n, c in data["catches"].items()}, dict(data["aa"]),
-                   data.get("machine", ""), data.get("device", "cpu"), dict(data.get("references", {})))
+                   data.get("machine", ""), data.get("device", "cpu"), dict(data.get("references", {})),
+                   {k: Result.from_dict(r) for k, r in data.get("results", {}).items()})
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(self.to_dict(), sort_keys=False) + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> CatchReport:
         return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def rejudge(report: CatchReport) -> CatchReport:
+    """The report with every catch and A/A record decided again from its recorded Results, by today's engine."""
+    catches = dict(report.catches)
+    for name, catch in report.catches.items():
+        fault = FAULTS.get(name)
+        base, head = report.results.get(f"ref:{fault.reference}") if fault else None, report.results.get(f"fault:{name}")
+        if fault is not None and base is not None and head is not None:
+            catches[name] = dataclasses.replace(decide(fault, base, head), refused=catch.refused)
+    aa = {ref: _aa_record(ref, report.results, [FAULTS[n] for n in rec["faults"] if n in FAULTS])
+          for ref, rec in report.aa.items()}
+    return dataclasses.replace(report, catches=catches, aa=aa)
+
+
+def _aa_record(ref: str, results: Mapping[str, Result], faults: Sequence[Fault]) -> dict[str, Any]:
+    """The A/A record of one reference: its recorded re-runs through the same decisions as its faults."""
+    record: dict[str, Any] = {"runs": 0, "false_alarms": 0, "alarms": [], "faults": [f.name for f in faults]}
+    base = results.get(f"ref:{ref}")
+    i = 1
+    while base is not None and f"aa:{ref}:{i}" in results:
+        record["runs"] += 1
+        for fault in faults:
+            catch = decide(fault, base, results[f"aa:{ref}:{i}"])
+            if catch.caught:
+                record["false_alarms"] += 1
+                record["alarms"].append({"run": i, "fault": fault.name, "message": catch.message})
+        i += 1
+    return record
 
 
 def runnable(fault: Fault, device: str) -> bool:
@@ -300,7 +216,7 @@ def runnable(fault: Fault, device: str) -> bool:
     return fault.device == "cpu" or device.startswith("cuda")
 
 
-def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_runs: int = 20,
+def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_runs: int = 5,
               cache_dir: Path | None = None, log: Callable[[str], None] = lambda s: None) -> CatchReport:
     """Run each reference once, each fault once, then ``aa_runs`` more runs of each reference (A/A)."""
     from perfsuite.results import Fingerprint
@@ -313,7 +229,7 @@ def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_run
     base = {}
     for ref in refs:
         log(f"reference {ref}")
-        base[ref] = run_reference(ref, device=device, cache_dir=cache_dir)
+        base[ref] = report.results[f"ref:{ref}"] = run_reference(ref, device=device, cache_dir=cache_dir)
     for fault in faults:
         refused = refusal(fault, device=device, cache_dir=cache_dir)
         if not runnable(fault, device):
@@ -321,21 +237,14 @@ def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_run
                                                f"{NOT_HERE} ({fault.why_device})", refused=refused)
             continue
         log(f"fault {fault.name}")
-        head = run_reference(fault.reference, device=device, fault=fault, cache_dir=cache_dir)
+        head = report.results[f"fault:{fault.name}"] = run_reference(fault.reference, device=device, fault=fault,
+                                                                    cache_dir=cache_dir)
         report.catches[fault.name] = dataclasses.replace(decide(fault, base[ref_of(fault)], head), refused=refused)
     for ref in refs:
-        on_ref = [f for f in todo if f.reference == ref]
-        record: dict[str, Any] = {"runs": 0, "false_alarms": 0, "alarms": [], "faults": [f.name for f in on_ref]}
         for i in range(aa_runs):
             log(f"A/A {ref} {i + 1}/{aa_runs}")
-            again = run_reference(ref, device=device, cache_dir=cache_dir)
-            record["runs"] += 1
-            for fault in on_ref:
-                catch = decide(fault, base[ref], again)
-                if catch.caught:
-                    record["false_alarms"] += 1
-                    record["alarms"].append({"run": i + 1, "fault": fault.name, "message": catch.message})
-        report.aa[ref] = record
+            report.results[f"aa:{ref}:{i + 1}"] = run_reference(ref, device=device, cache_dir=cache_dir)
+        report.aa[ref] = _aa_record(ref, report.results, [f for f in todo if f.reference == ref])
     return report
 
 
@@ -361,8 +270,10 @@ def render_table(report: CatchReport) -> str:
     aa = ", ".join(f"{name} {a['runs']} runs / {a['false_alarms']} false alarms"
                    for name, a in sorted(report.aa.items()))
     lines = [
-        f"Generated by `python scripts/catch_table.py --run` on `{report.machine}` (device {report.device}); "
-        "checked by `tests/faults/test_catalog.py`. Do not edit by hand.",
+        f"Generated by `python scripts/catch_table.py --run` on `{report.machine}` (device {report.device}): "
+        "each row is the verdict of `perfsuite.verdicts.compare_results` (the engine the plugin and "
+        "`perfsuite compare` run) on the recorded base and fault Results; `tests/faults/test_catalog.py` "
+        "re-judges them and fails if the table and the engine disagree. Do not edit by hand.",
         "",
         f"A/A (unchanged references through the same decision): {aa or 'none run'}; "
         f"{report.false_alarms} false alarm(s) in total.",

@@ -23,19 +23,6 @@ if TYPE_CHECKING:
     from perfsuite.results import Result
     from perfsuite.verdicts import Verdict
 
-# Which family a metric's failure belongs to, and the label that family gets.
-_LABELS = {
-    "data_wait_frac": "data-bound",
-    "gpu_util": "GPU underfed", "gpu_power_w": "GPU underfed", "sm_clock_mhz": "GPU underfed",
-    "samples_per_s": "slow steps", "step_ms": "slow steps",
-    "syncs_per_step": "host syncs",
-    "graph_breaks": "graph breaks", "recompiles": "recompiles", "compile_s": "slow compile",
-    "amp_engaged": "AMP not engaged", "amp_lowp_frac": "AMP not engaged",
-    "peak_mem_mb": "memory", "peak_rss_mb": "memory", "gpu_mem_mb": "memory",
-    "label_violations": "misaligned targets",
-}
-
-
 @dataclass(frozen=True)
 class Cause:
     """A label (``data-bound``) and the knobs or call sites that explain it."""
@@ -48,10 +35,17 @@ class Cause:
 
 
 def explain(verdict: Verdict, result: Result) -> Cause | None:
-    """The likely cause of a failing or regressed verdict; None for metrics we know nothing about."""
-    label = _LABELS.get(verdict.metric)
-    if label is None:
+    """The likely cause of a failing or regressed verdict, led by the metric's family label.
+
+    The family comes from the metric registry (:mod:`perfsuite.metrics`); a
+    metric nobody declared gets no cause (None).
+    """
+    from perfsuite import metrics
+
+    spec = metrics.find(verdict.metric)
+    if spec is None:
         return None
+    label = spec.family
     knobs = result.knobs
     finder = _FINDERS.get(label, lambda k, r: ())
     return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
@@ -201,10 +195,51 @@ def _compile_time(knobs: Mapping[str, Any], result: Result) -> list[str]:
     return [f"compile={knobs.get('compile')!r}"]
 
 
+def _bytes(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    """Which dtypes cross to the device: int64 targets or float64 inputs multiply the bytes."""
+    by = result.metric("h2d_bytes_per_step").detail.get("by") or {}
+    out = []
+    if by.get("int64"):
+        out.append("int64 tensors copied to the device (masks or labels shipped as int64 instead of uint8?)")
+    if by.get("float64"):
+        out.append("float64 tensors copied to the device (inputs built as float64?)")
+    if by.get("float32") and by.get("uint8") is None:
+        out.append("float32 images copied (convert uint8 to float on the device)")
+    return out
+
+
+def _work(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    by = result.metric("ops_per_step").detail.get("by") or {}
+    top = ", ".join(f"{name} x{count:g}" for name, count in list(by.items())[:3])
+    return [f"most frequent ops now: {top}"] if top else []
+
+
+def _format(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    fmt = result.value("input_format")
+    out = [str(fmt)] if fmt else []
+    if fmt and "input" in str(fmt) and "channels_last" in str(fmt).split(";")[0] and \
+            "channels_last" not in str(fmt).split(";")[-1]:
+        out.append("a channels_last input to a contiguous (NCHW) model: every convolution converts it back")
+    return out
+
+
+def _amp_misuse(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    return ["GradScaler with bf16 autocast: bf16 needs no loss scaling; drop the scaler (keep it for fp16)"]
+
+
+def _tail(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    out = [f"{result.value('stalls')} stall(s) over 5x the median step"] if result.value("stalls") else []
+    if result.value("recompiles"):
+        out.append(f"{result.value('recompiles')} recompile(s)")
+    return out
+
+
 _FINDERS = {
     "data-bound": _data_bound, "GPU underfed": _underfed, "slow steps": _slow, "host syncs": _syncs,
     "graph breaks": _graph_breaks, "recompiles": _recompiles, "slow compile": _compile_time,
     "AMP not engaged": _amp, "memory": _memory, "misaligned targets": _labels,
+    "more bytes copied": _bytes, "more work per step": _work, "input format": _format, "AMP misused": _amp_misuse,
+    "step-time tail": _tail,
 }
 
 

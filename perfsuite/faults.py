@@ -67,6 +67,11 @@ REFERENCES: dict[str, Reference] = {r.name: r for r in (
         why="seed 003's fixed step: bf16 autocast, no host reads; 6 observed steps = one smoke epoch",
     ),
     Reference(
+        "masks", "face_parsing", {"aug": "none", "num_workers": 0},
+        steps=2, warmup=0, observe_steps=2,
+        why="seed 000's workload as the loader ships it: uint8 images and uint8 masks, copied to the device",
+    ),
+    Reference(
         "compiled", "super_resolution", {"aug": "none", "num_workers": 0, "compile": "default"},
         steps=3, warmup=2, observe_steps=1,
         why="seed 003's step with torch.compile on",
@@ -108,8 +113,6 @@ class Fault:
         device: ``cpu`` (caught on any machine) or ``gpu`` (needs a CUDA GPU to show a cost).
         cause: the cause in the seeds' terms, the tail of the failure message.
         why_device: for ``gpu`` faults, why a CPU cannot show them.
-        judge: the decision rule in :mod:`perfsuite.catch`, when it is not the signal's own
-            (``epoch_stall``: the fetches that start an epoch, judged on the signal's samples).
     """
 
     name: str
@@ -126,13 +129,15 @@ class Fault:
     mutation: Callable[[Pipeline], None] | None = None
     refused: Mapping[str, Any] = field(default_factory=dict)
     why_device: str = ""
-    judge: str = ""
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise PerfsuiteError(f"fault {self.name}: device={self.device!r}; write one of {', '.join(DEVICES)}")
         if self.rule not in RULES:
             raise PerfsuiteError(f"fault {self.name}: rule={self.rule!r}; write one of {', '.join(RULES)}")
+        from perfsuite import metrics
+
+        metrics.get(self.signal)  # the signal must be a registered metric: the engine judges it
         if self.reference not in REFERENCES:
             raise PerfsuiteError(f"fault {self.name}: unknown reference {self.reference!r}")
 
@@ -198,6 +203,70 @@ def seed_images_only_mixup(pipeline: Pipeline) -> None:
     pipeline.batch_mix = ImagesOnlyMixUp(p=1.0)
 
 
+class Int64Targets:
+    """collate_fn = default_collate, then targets .long(): masks shipped as int64 instead of uint8"""
+
+    def __call__(self, samples: Any) -> Any:
+        from torch.utils.data import default_collate
+
+        images, target = default_collate(samples)
+        return images, target.long()
+
+
+class Float64Images:
+    """collate_fn = default_collate, then images .double(): inputs built as float64"""
+
+    def __call__(self, samples: Any) -> Any:
+        from torch.utils.data import default_collate
+
+        images, target = default_collate(samples)
+        return images.double(), target
+
+
+def int64_targets(pipeline: Pipeline) -> None:
+    """loader yields int64 targets (masks 8x the bytes of uint8)"""
+    pipeline.loader.collate_fn = Int64Targets()
+
+
+def float64_images(pipeline: Pipeline) -> None:
+    """loader yields float64 images (8x the bytes of uint8)"""
+    pipeline.loader.collate_fn = Float64Images()
+
+
+def grad_scaler_with_bf16(pipeline: Pipeline) -> None:
+    """scaler = GradScaler() on a bf16 autocast step"""
+    import torch
+
+    pipeline.scaler = torch.amp.GradScaler(pipeline.device.type)
+
+
+def channels_last_input(pipeline: Pipeline) -> None:
+    """x.contiguous(channels_last) inside the step, model left NCHW"""
+    import torch
+
+    original = pipeline.to_device
+
+    def to_device(batch: Any) -> Any:
+        x, y = original(batch)
+        return x.contiguous(memory_format=torch.channels_last), y
+
+    pipeline.to_device = to_device  # type: ignore[method-assign]
+
+
+def print_loss(pipeline: Pipeline) -> None:
+    """print(loss) after every step"""
+    import io
+
+    original = pipeline.step
+
+    def step(batch: Any, index: int) -> Any:
+        loss = original(batch, index)
+        print(f"step {index} loss {loss}", file=io.StringIO())  # formatting the tensor reads it back
+        return loss
+
+    pipeline.step = step  # type: ignore[method-assign]
+
+
 _LOADER_GPU = ("the cost is a device idling while the CPU loads; on a CPU-only machine the device is the same "
                "2 cores as the workers, so loading work only moves between processes. Measured here (gray_classifier "
                "smoke, 2 runs each): num_workers=0 data_wait_frac 0.019-0.026 vs 0.014-0.043 unchanged; not separable")
@@ -233,7 +302,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "pin_memory_off", "000 #3",
         "没有pin_memory: pageable host memory, slower CPU->GPU copies (5-10 ms per batch)",
         "cuda", changes={"pin_memory": False}, requires={"pin_memory": True},
-        signal="samples_per_s", rule="statistical", device="gpu",
+        signal="step_ms", rule="statistical", device="gpu",
         cause="pin_memory=False: pageable memory, every copy to the GPU is staged",
         why_device=_H2D,
     ),
@@ -241,7 +310,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "blocking_copies", "000 #4",
         "数据传输同步阻塞: .to(device) without non_blocking=True, the GPU waits for each copy",
         "cuda", changes={"non_blocking": False}, requires={"non_blocking": True},
-        signal="samples_per_s", rule="statistical", device="gpu",
+        signal="step_ms", rule="statistical", device="gpu",
         cause="non_blocking=False: each copy blocks the host until it lands",
         why_device=_H2D,
     ),
@@ -249,9 +318,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "persistent_workers_off", "000 #5",
         "没有persistent_workers: workers are destroyed and re-created at every epoch",
         "loader", changes={"persistent_workers": False}, requires={"persistent_workers": True},
-        signal="data_wait_frac", rule="statistical", device="cpu",
+        signal="epoch_fetch_ms", rule="statistical", device="cpu",
         cause="persistent_workers=False: workers are torn down and forked again every epoch",
-        judge="epoch_stall",
     ),
     Fault(
         "prefetch_too_low", "002 进一步优化, 004 手动调优 3",
@@ -288,7 +356,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "tf32_cudnn_off", "003 #3",
         "硬件优化未应用: apply_hardware_optimizations() never called, TF32 and cudnn.benchmark stay off",
         "cuda", changes={"tf32": False, "cudnn_benchmark": False}, requires={"tf32": True},
-        signal="samples_per_s", rule="statistical", device="gpu",
+        signal="step_ms", rule="statistical", device="gpu",
         cause="tf32=False, cudnn_benchmark=False: FP32 matmuls without TF32, no cuDNN autotuning",
         why_device="TF32 and cuDNN exist only on a CUDA device; on the CPU the runner turns both off with a note",
     ),
@@ -303,7 +371,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "unfused_optimizer", "003 #6",
         "没有fused优化器: AdamW without fused=True, one kernel per parameter tensor",
         "cuda", changes={"fused": False}, requires={"fused": True},
-        signal="samples_per_s", rule="statistical", device="gpu",
+        signal="step_ms", rule="statistical", device="gpu",
         cause="fused=False: AdamW launches per-tensor kernels",
         why_device="fused AdamW saves kernel launches on a GPU; on the CPU both paths are loops over tensors",
     ),
@@ -318,7 +386,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "batch_too_small", "002 #3, 003 #4, 004 #3",
         "batch_size保守 / GPU计算量不足: a batch too small to fill the device, per-step overhead dominates",
         "loader", changes={"batch_size": 2}, requires={"batch_size": (None, 8, 16, 32, 64, 128, 256)},
-        signal="samples_per_s", rule="statistical", device="gpu",
+        signal="step_ms", rule="statistical", device="gpu",
         cause="batch_size=2: per-step overhead dominates a batch too small to fill the device",
         why_device="a CPU has no idle parallel units for a bigger batch to fill, and under load per-step noise "
                    "swamps per-sample time: measured here per-sample step time x1.56 (99% CI x0.48..x3.34, "
@@ -338,6 +406,38 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
         "labels", mutation=seed_images_only_cutmix, requires={"cutmix": (0.1, 0.2, 0.3, 0.5, 1.0)},
         signal="label_violations", rule="exact", device="cpu",
         cause="seed 000's CutMix moves image regions without their mask regions",
+    ),
+    Fault(
+        "int64_masks", "000 (masks)",
+        "masks shipped from the loader as int64 instead of uint8: 8x the bytes of every mask copied to the device",
+        "masks", mutation=int64_targets, signal="h2d_bytes_per_step", rule="exact", device="cpu",
+        cause="the loader ships masks as int64; ship uint8 and convert with .long() on the device",
+    ),
+    Fault(
+        "float64_inputs", "000 (inputs)",
+        "images built as float64 on the host: 8x the bytes of uint8 copied to the device every step",
+        "step", mutation=float64_images, signal="h2d_bytes_per_step", rule="exact", device="cpu",
+        cause="the loader ships float64 images; ship uint8 and convert to float on the device",
+    ),
+    Fault(
+        "grad_scaler_bf16", "003 (AMP)",
+        "GradScaler with bf16 autocast: loss scaling bf16 does not need, plus unscale and inf checks every step",
+        "step", mutation=grad_scaler_with_bf16, requires={"amp": "bf16"},
+        signal="grad_scaler_bf16", rule="exact", device="cpu",
+        cause="a GradScaler scales a bf16 loss; it is only needed for fp16",
+    ),
+    Fault(
+        "channels_last_input", "003 #3 (layout)",
+        "an NCHW model fed a channels_last conversion inside the step: layout copies every step",
+        "step", mutation=channels_last_input, requires={"channels_last": False},
+        signal="input_format", rule="exact", device="cpu",
+        cause="the input is converted to channels_last but the model's weights are NCHW",
+    ),
+    Fault(
+        "print_loss", "003 #5 (print)",
+        "print(loss) every step: formatting a tensor reads it back to the host, a sync per step",
+        "step", mutation=print_loss, signal="syncs_per_step", rule="exact", device="cpu",
+        cause="the loss is printed every step, which reads it back to the host",
     ),
     Fault(
         "images_only_mixup", "000 GPUAugmentationAdvanced",

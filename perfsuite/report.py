@@ -16,12 +16,12 @@ from perfsuite.verdicts import Outcome, Verdict, format_value
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
 # Markdown order: what needs a look first.
-_RANK = {Outcome.FAIL: 0, Outcome.REGRESSED: 0, Outcome.INCONCLUSIVE: 1, Outcome.UNAVAILABLE: 2,
+_RANK = {Outcome.FAIL: 0, Outcome.REGRESSED: 0, Outcome.CHANGED: 0, Outcome.INCONCLUSIVE: 1, Outcome.UNAVAILABLE: 2,
          Outcome.NEW: 3, Outcome.IMPROVED: 4, Outcome.UNCHANGED: 5, Outcome.PASS: 6}
 # Summary line order.
-_SUMMARY_ORDER = (Outcome.FAIL, Outcome.REGRESSED, Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE, Outcome.NEW,
+_SUMMARY_ORDER = (Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED, Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE, Outcome.NEW,
                   Outcome.IMPROVED, Outcome.UNCHANGED, Outcome.PASS)
-COLOURS = {Outcome.FAIL: "#d62728", Outcome.REGRESSED: "#d62728", Outcome.IMPROVED: "#2ca02c",
+COLOURS = {Outcome.FAIL: "#d62728", Outcome.REGRESSED: "#d62728", Outcome.CHANGED: "#9467bd", Outcome.IMPROVED: "#2ca02c",
            Outcome.UNCHANGED: "#7f7f7f", Outcome.PASS: "#7f7f7f", Outcome.INCONCLUSIVE: "#ff7f0e",
            Outcome.UNAVAILABLE: "#bcbd22", Outcome.NEW: "#1f77b4"}
 
@@ -76,7 +76,7 @@ def format_markdown(verdicts: Sequence[Verdict]) -> str:
     for v in ordered(verdicts):
         cells = list(_row(v))
         cells[0] = f"`{cells[0]}`"
-        if v.outcome in (Outcome.FAIL, Outcome.REGRESSED, Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE):
+        if v.failed or v.outcome in (Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE):
             note = v.message + (f" — {v.cause}" if v.cause else "")
             cells[5] = f"**{cells[5]}** <br>{note}" if v.failed else f"{cells[5]} <br>{note}"
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")

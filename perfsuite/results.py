@@ -1,7 +1,7 @@
 """Result, Metric and Fingerprint: plain data, JSON with a schema version.
 
 A Result is what one run of a workload produced: the knobs it ran with, each
-metric by its one name (see METRIC_NAMES), the raw per-step samples that the
+metric by its one name (declared in :mod:`perfsuite.metrics`), the raw per-step samples that the
 statistical verdicts need, and the environment fingerprint that decides which
 baselines it may be compared with. ``Result.from_json(r.to_json()) == r``.
 """
@@ -21,13 +21,6 @@ from perfsuite.errors import ResultError
 
 SCHEMA_VERSION = 1
 
-# One name everywhere: code, JSON, markers, reports.
-METRIC_NAMES = (
-    "samples_per_s", "step_ms", "data_wait_frac", "gpu_util", "gpu_power_w", "gpu_mem_mb",
-    "sm_clock_mhz", "syncs_per_step", "graph_breaks", "recompiles", "compile_s",
-    "amp_engaged", "amp_lowp_frac", "peak_mem_mb", "peak_rss_mb", "label_violations",
-)
-
 
 @dataclass(frozen=True)
 class Metric:
@@ -39,7 +32,7 @@ class Metric:
     """
 
     name: str
-    value: float | int | bool | None
+    value: float | int | bool | str | None
     unit: str = ""
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)

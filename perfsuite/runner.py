@@ -1,4 +1,4 @@
-"""Run a workload with its knobs and probes: warm-up, observed steps, measured window.
+"""Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
 The runner is the only place that synchronises the device, and it does so
 only at the edges of the measured window; per-step times on a GPU come from
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from perfsuite.errors import PerfsuiteError
 from perfsuite.knobs import Knobs, resolve_for_device
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Fingerprint, Metric, Result
@@ -86,8 +87,39 @@ def default_probes() -> list[Probe]:
     return all_probes()
 
 
+def _mode_depth() -> tuple[int, int]:
+    """How many torch function and dispatch modes are active: a probe must leave none in the window."""
+    import torch
+
+    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+
+
+def batch_samples(batch: Any) -> int:
+    """The samples a batch delivers: the leading dimension of its first tensor (tuple, list or dict batches)."""
+    import torch
+
+    items = list(batch.values()) if isinstance(batch, dict) else list(batch) if isinstance(batch, (tuple, list)) \
+        else [batch]
+    for item in items:
+        if isinstance(item, torch.Tensor) and item.dim() > 0:
+            return int(item.shape[0])
+        if isinstance(item, (tuple, list, dict)):
+            n = batch_samples(item)
+            if n:
+                return n
+    return 0
+
+
 def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
-    """Build the pipeline, run it with probes attached, return the Result."""
+    """Build the pipeline and run it: warm-up, the measured window, then the observed steps.
+
+    The order is the integrity guarantee. The window runs before any probe
+    has instrumented anything: a dispatch mode (the sync, AMP and cost
+    probes' tools) makes torch.compile run eagerly for the rest of the
+    process, so observing first would time eager code. In the window only
+    the runner's clock and passive samplers (NVML, RSS) run, and the runner
+    checks that no probe left a torch function or dispatch mode active.
+    """
     import torch
 
     from perfsuite.pipeline import BatchStream, build_pipeline
@@ -104,14 +136,47 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     batches = BatchStream(pipeline.loader)
     clock = _StepClock(device)
     fetch_s: list[float] = []
+    host_s: list[float] = []
+    epoch_fetch_ms: list[float] = []
+    delivered = 0
     index = 0
-    started: list[Probe] = []
+    depth = _mode_depth()
     try:
         for probe in probes:
             probe.setup(ctx)
         for _ in range(spec.warmup):
             pipeline.step(next(batches), index)
             index += 1
+        _synchronize(device)
+        epochs_before = batches.epochs
+        try:
+            for probe in probes:
+                probe.start()
+            if _mode_depth() != depth:
+                raise PerfsuiteError(
+                    "a probe left a torch function or dispatch mode active in the measured window "
+                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()")
+            start = time.perf_counter()
+            clock.mark()
+            for _ in range(spec.steps):
+                t0 = time.perf_counter()
+                epochs = batches.epochs
+                batch = next(batches)
+                t1 = time.perf_counter()
+                fetch_s.append(t1 - t0)
+                if batches.epochs != epochs:
+                    epoch_fetch_ms.append((t1 - t0) * 1e3)
+                delivered += batch_samples(batch)
+                pipeline.step(batch, index)
+                clock.mark()
+                host_s.append(time.perf_counter() - t0)
+                index += 1
+            _synchronize(device)
+            end = time.perf_counter()
+        finally:
+            for probe in probes:
+                probe.stop()
+        epochs_started = batches.epochs - epochs_before
         for _ in range(spec.observe_steps):
             batch = next(batches)
             with contextlib.ExitStack() as stack:
@@ -120,28 +185,13 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                 pipeline.step(batch, index)
             index += 1
         _synchronize(device)
-        epochs_before = batches.epochs
-        for probe in probes:
-            probe.start()
-            started.append(probe)
-        start = time.perf_counter()
-        clock.mark()
-        for _ in range(spec.steps):
-            t0 = time.perf_counter()
-            batch = next(batches)
-            fetch_s.append(time.perf_counter() - t0)
-            pipeline.step(batch, index)
-            clock.mark()
-            index += 1
-        _synchronize(device)
-        end = time.perf_counter()
     finally:
         for probe in probes:
-            probe.stop()
+            probe.finish()
         batches.close()
     timings = WindowTimings(start_s=start, end_s=end, steps=spec.steps, batch_size=pipeline.batch_size,
-                            fetch_s=fetch_s, step_ms=clock.durations_ms(),
-                            epochs_started=batches.epochs - epochs_before)
+                            fetch_s=fetch_s, step_ms=clock.durations_ms(), epochs_started=epochs_started,
+                            samples=delivered, host_step_s=host_s, epoch_fetch_ms=epoch_fetch_ms)
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
@@ -150,24 +200,40 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
+    shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
         workload=workload.name, scale=scale.name, knobs=knobs.flat(), metrics=metrics,
-        samples={"step_ms": timings.step_ms, "fetch_ms": [s * 1e3 for s in fetch_s]},
+        samples={"step_ms": timings.step_ms, "fetch_ms": [s * 1e3 for s in fetch_s], "data_wait": shares,
+                 "epoch_fetch_ms": epoch_fetch_ms},
         fingerprint=Fingerprint.collect(str(device)), batch_size=pipeline.batch_size, steps=spec.steps,
         warmup=spec.warmup, notes=tuple(notes), timeline=timeline,
     )
 
 
+STALL_FACTOR = 5.0  # a step slower than this multiple of the median is a stall
+
+
 def _core_metrics(t: WindowTimings) -> list[Metric]:
-    """Throughput and step-time percentiles: the runner's own, so they exist with no probe."""
+    """Throughput and the step-time distribution, its tail included: the runner's own, so they exist with no probe.
+
+    samples_per_s counts the samples the loader actually delivered (a short
+    last batch counts what it holds), over the window's wall time.
+    """
     import numpy as np
 
     steps = np.asarray(t.step_ms, dtype=float)
-    p10, p50, p90 = np.percentile(steps, [10, 50, 90])
+    p10, p50, p90, p99 = np.percentile(steps, [10, 50, 90, 99])
     q25, q75 = np.percentile(steps, [25, 75])
+    stalls = [i for i, ms in enumerate(t.step_ms) if ms > STALL_FACTOR * p50]
+    delivered = t.samples if t.samples else t.steps * t.batch_size
     return [
-        Metric("samples_per_s", t.steps * t.batch_size / t.wall_s, "samples/s",
-               detail={"wall_s": t.wall_s, "steps": t.steps, "batch_size": t.batch_size}),
+        Metric("samples_per_s", delivered / t.wall_s, "samples/s",
+               detail={"wall_s": t.wall_s, "steps": t.steps, "batch_size": t.batch_size, "samples": delivered}),
         Metric("step_ms", float(p50), "ms", detail={"median": float(p50), "p10": float(p10), "p90": float(p90),
+                                                     "p99": float(p99), "max": float(steps.max()),
                                                      "iqr": float(q75 - q25), "mean": float(steps.mean())}),
+        Metric("step_ms_p99", float(p99), "ms"),
+        Metric("step_ms_max", float(steps.max()), "ms", detail={"step": int(steps.argmax())}),
+        Metric("stalls", len(stalls), "steps", detail={"factor": STALL_FACTOR, "steps": stalls,
+                                                       "ms": [float(t.step_ms[i]) for i in stalls]}),
     ]

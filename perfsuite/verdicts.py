@@ -1,18 +1,26 @@
-"""Verdicts: one metric judged against a threshold or a stored baseline.
+"""The one verdict engine: thresholds, baseline comparison and the committed exact gate.
 
-Two kinds of judgement, kept apart because they answer different questions:
+The plugin, ``perfsuite compare`` and the fault self-test (:mod:`perfsuite.catch`)
+all judge through this module, and every rule is chosen by the metric's
+declared kind (:mod:`perfsuite.metrics`), so there is one answer per question:
 
 * **Thresholds** ("is this run good enough?"): small check classes in the
   shape of pytest-benchmark's ``compute``/``fails``, parsed from keyword names
-  ``min_<metric>``, ``max_<metric>`` or a bare boolean metric (``amp_engaged``).
-* **Baseline comparison** ("did this change make it worse?"):
-  deterministic counters compare exactly; ``step_ms`` compares its raw
-  per-step samples with a rule that needs a large effect AND a significant
-  one (see :func:`compare_timing`); metrics that only have a summary value
-  compare within a tolerance and are ``inconclusive`` beyond it, because
-  without samples noise cannot be told from change.
+  ``min_<metric>``, ``max_<metric>`` or a flag (``amp_engaged=True``), for any
+  registered metric, a user's own included.
+* **Baseline comparison** ("did this change make it worse?",
+  :func:`compare_results`): exact kinds compare exactly in both directions;
+  a metric measured in the base and unavailable in the head (nothing
+  compiled any more) is a regression with that reason; timing kinds are
+  judged on their raw per-step samples (step times by :func:`compare_timing`,
+  per-step data-wait shares by :func:`compare_shares`); noisy summaries are
+  unchanged within their tolerance and inconclusive beyond it.
+* **The exact gate** ("does the committed file still say what the code
+  does?", :func:`check_exact`): any difference fails, an improvement too,
+  with the command that updates the file.
 
 An unavailable metric is never a pass: it is ``unavailable``, with the reason.
+Failing verdicts carry their likely cause (:mod:`perfsuite.causes`).
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from enum import Enum
 from typing import Any
 
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
-from perfsuite.results import METRIC_NAMES, Metric, Result
+from perfsuite import metrics as registry
+from perfsuite.results import Metric, Result
 from perfsuite.stats import RatioInterval, bootstrap_ratio_ci, mann_whitney_u, median
 
 DEFAULT_FACTOR = 1.05
@@ -42,12 +51,13 @@ class Outcome(str, Enum):
     INCONCLUSIVE = "inconclusive"
     UNAVAILABLE = "unavailable"
     NEW = "new"
+    CHANGED = "changed"  # an exact value moved where no direction is better, or the committed file is stale
 
     def __str__(self) -> str:
         return self.value
 
 
-FAILING = frozenset({Outcome.FAIL, Outcome.REGRESSED})
+FAILING = frozenset({Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED})
 
 
 @dataclass(frozen=True)
@@ -60,8 +70,8 @@ class Verdict:
 
     test_id: str
     metric: str
-    base: float | int | bool | None
-    head: float | int | bool | None
+    base: float | int | bool | str | None
+    head: float | int | bool | str | None
     ratio: float | None
     outcome: Outcome
     message: str
@@ -97,9 +107,6 @@ def format_value(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- thresholds
-
-BOOL_METRICS = ("amp_engaged",)
-NUMERIC_METRICS = tuple(m for m in METRIC_NAMES if m not in BOOL_METRICS)
 
 
 @dataclass(frozen=True)
@@ -183,17 +190,26 @@ class Equals(Threshold):
 
 
 def known_threshold_names() -> tuple[str, ...]:
-    return tuple(f"{kind}_{m}" for m in NUMERIC_METRICS for kind in ("min", "max")) + BOOL_METRICS
+    """Every bound a marker may name, from the metric registry (a user's registered metrics included)."""
+    out: list[str] = []
+    for spec in registry.all_specs():
+        if spec.boundable == "flag":
+            out.append(spec.name)
+        elif spec.boundable == "range":
+            out += [f"min_{spec.name}", f"max_{spec.name}"]
+    return tuple(out)
 
 
 def parse_threshold(name: str, bound: Any) -> Threshold:
     """``parse_threshold("max_data_wait_frac", 0.05)`` -> AtMost("data_wait_frac", 0.05)."""
-    if name in BOOL_METRICS:
+    spec = registry.find(name)
+    if spec is not None and spec.boundable == "flag":
         if not isinstance(bound, bool):
             raise PerfsuiteError(f"{name}={bound!r}: {name} is a yes/no metric; write {name}=True or {name}=False")
         return Equals(name, bound)
     kind, _, metric = name.partition("_")
-    if kind not in ("min", "max") or metric not in NUMERIC_METRICS:
+    target = registry.find(metric)
+    if kind not in ("min", "max") or target is None or target.boundable != "range":
         raise PerfsuiteError(
             f"unknown threshold {name!r}; write one of: {', '.join(known_threshold_names())}"
         )
@@ -211,16 +227,7 @@ def check_thresholds(result: Result, test_id: str, thresholds: Sequence[Threshol
     return [t.check(result, test_id) for t in thresholds]
 
 
-# --------------------------------------------------------------------------- baseline comparison
-
-# Counters that a given code path produces exactly; any increase is a regression.
-EXACT_COUNTERS = ("syncs_per_step", "graph_breaks", "recompiles", "label_violations")
-# Metrics with only a summary value in a Result; compared within a tolerance.
-SUMMARY_METRICS = ("data_wait_frac", "gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz",
-                   "compile_s", "amp_lowp_frac", "peak_mem_mb", "peak_rss_mb")
-# Fractions get an absolute tolerance (0.01 -> 0.02 is noise, not a doubling); others relative.
-ABS_TOLERANCE = {"data_wait_frac": 0.05, "amp_lowp_frac": 0.05}
-REL_TOLERANCE = 0.10
+# --------------------------------------------------------------------------- timing rules
 
 
 @dataclass(frozen=True)
@@ -307,11 +314,46 @@ def block_medians(samples: Sequence[float], blocks: int) -> list[float]:
     return out
 
 
+def compare_shares(
+    base: Sequence[float],
+    head: Sequence[float],
+    margin: float,
+    alpha: float = DEFAULT_ALPHA,
+    min_samples: int = MIN_SAMPLES,
+) -> TimingComparison:
+    """Judge per-step shares (fractions in [0, 1], higher is worse) of head against base.
+
+    regressed: the mean share rose by at least ``margin`` (absolute) AND
+    Mann-Whitney one-sided p < alpha; improved is the mirror image;
+    unchanged: the means differ by less than ``margin``. Shares near 0 make
+    ratios meaningless (0.01 -> 0.02 is noise, not a doubling), hence an
+    absolute margin. ``log_ratio`` holds the difference of the means.
+    """
+    if len(base) < min_samples or len(head) < min_samples:
+        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
+                                f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)")
+    b, h = sum(base) / len(base), sum(head) / len(head)
+    p_slower = mann_whitney_u(head, base, "greater").p_value
+    p_faster = mann_whitney_u(base, head, "greater").p_value
+    if h - b >= margin and p_slower < alpha:
+        outcome, reason = Outcome.REGRESSED, f"rose by {h - b:.2f} (>= {margin:g}), p={p_slower:.2g}"
+    elif b - h >= margin and p_faster < alpha:
+        outcome, reason = Outcome.IMPROVED, f"fell by {b - h:.2f} (>= {margin:g}), p={p_faster:.2g}"
+    elif abs(h - b) < margin:
+        outcome, reason = Outcome.UNCHANGED, f"within +-{margin:g}"
+    else:
+        outcome, reason = Outcome.INCONCLUSIVE, f"moved by {h - b:+.2f} but not significantly (p={p_slower:.2g})"
+    return TimingComparison(outcome, b, h, h - b, p_slower, p_faster, None, reason)
+
+
 def _validate_rule(factor: float, alpha: float) -> None:
     if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 1.0):
         raise PerfsuiteError(f"factor={factor!r} must be a number above 1; write e.g. 1.05 for a 5% margin")
     if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 0.5):
         raise PerfsuiteError(f"alpha={alpha!r} must lie between 0 and 0.5; write e.g. 0.01")
+
+
+# --------------------------------------------------------------------------- baseline comparison
 
 
 def compare_results(
@@ -322,10 +364,10 @@ def compare_results(
     alpha: float = DEFAULT_ALPHA,
     force: bool = False,
 ) -> list[Verdict]:
-    """Verdicts for head against its baseline: step_ms, then exact counters, then summary metrics.
+    """Verdicts for head against base, one per registered metric that either measured.
 
-    Only metrics that either result measured are judged. ``samples_per_s``
-    follows from step_ms and is named in its message, not judged twice.
+    Metrics neither side measured (GPU telemetry on a CPU) are left out:
+    nothing was compared. Failing verdicts carry their likely cause.
     """
     _validate_rule(factor, alpha)
     base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
@@ -335,50 +377,133 @@ def compare_results(
             "timings from different machines do not compare. Record a baseline here with "
             "`pytest --perfsuite-save` (or `nox -s baseline`), or pass --force to compare anyway"
         )
-    verdicts = [_compare_step_ms(base, head, test_id, factor, alpha)]
+    verdicts = []
     present = set(base.metrics) | set(head.metrics)
-    for name in EXACT_COUNTERS + BOOL_METRICS + SUMMARY_METRICS:
-        if name in present:
-            verdicts.append(_compare_metric(base, head, test_id, name))
+    for spec in registry.all_specs():
+        if spec.name not in present or not spec.compared:
+            continue
+        b, h = base.metric(spec.name), head.metric(spec.name)
+        if not b.available and not h.available:
+            continue
+        verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head))
     return verdicts
 
 
-def _compare_step_ms(base: Result, head: Result, test_id: str, factor: float, alpha: float) -> Verdict:
-    base_samples, head_samples = base.samples.get("step_ms", []), head.samples.get("step_ms", [])
-    if not head_samples and not head.metric("step_ms").available:
-        return Verdict(test_id, "step_ms", None, None, None, Outcome.UNAVAILABLE,
-                       f"step_ms unavailable: {head.metric('step_ms').reason or 'no raw samples in head'}")
-    if not base_samples:
-        return Verdict(test_id, "step_ms", base.value("step_ms"), head.value("step_ms"), None, Outcome.INCONCLUSIVE,
-                       "step_ms: the baseline has no raw step_ms samples; re-record it with this perfsuite")
-    t = compare_timing(base_samples, head_samples, factor, alpha)
-    if t.log_ratio is None:
-        return Verdict(test_id, "step_ms", None, None, None, t.outcome, f"step_ms {t.outcome}: {t.reason}")
-    ratio = t.ratio
-    throughput = ""
-    if base.value("samples_per_s") and head.value("samples_per_s"):
-        throughput = (f"; samples_per_s {format_value(float(base.value('samples_per_s')))} -> "
-                      f"{format_value(float(head.value('samples_per_s')))}")
-    message = (
-        f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} ms "
-        f"(x{ratio:.3f}, {t.interval.confidence:.0%} CI x{t.interval.low:.3f}..x{t.interval.high:.3f}, "
-        f"p_slower={t.p_slower:.2g}, n={len(base_samples)}/{len(head_samples)}){throughput}: {t.reason}"
-    )
-    return Verdict(test_id, "step_ms", t.base_median, t.head_median, ratio, t.outcome, message)
-
-
-def _compare_metric(base: Result, head: Result, test_id: str, name: str) -> Verdict:
+def judge_metric(spec: registry.MetricSpec, base: Result, head: Result, test_id: str,
+                 factor: float = DEFAULT_FACTOR, alpha: float = DEFAULT_ALPHA) -> Verdict:
+    """One metric of head against base, by the rule its kind declares."""
+    name = spec.name
     b, h = base.metric(name), head.metric(name)
+    if b.available and not h.available:
+        return Verdict(test_id, name, b.value, None, None, Outcome.REGRESSED,
+                       f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}")
     if not h.available:
-        return Verdict(test_id, name, b.value, None, None, Outcome.UNAVAILABLE, f"{name} unavailable: {h.reason}")
+        return Verdict(test_id, name, None, None, None, Outcome.UNAVAILABLE, f"{name} unavailable: {h.reason}")
     if not b.available:
         return Verdict(test_id, name, None, h.value, None, Outcome.NEW,
                        f"{name} {format_value(h.value)}: no baseline value ({b.reason})")
-    if name in BOOL_METRICS:
-        return _compare_bool(test_id, name, bool(b.value), bool(h.value))
-    if name in EXACT_COUNTERS:
-        return _compare_counter(test_id, name, float(b.value), float(h.value), b.value, h.value)
-    return _compare_summary(test_id, name, float(b.value), float(h.value))
+    if spec.kind == "timing":
+        return _judge_samples(spec, base, head, test_id, factor, alpha)
+    if spec.kind == "noisy":
+        return _compare_summary(spec, test_id, float(b.value), float(h.value))
+    return _compare_exact(spec, test_id, b, h)
+
+
+def _direction(spec: registry.MetricSpec, b: Any, h: Any) -> Outcome:
+    """Exact comparison: unchanged, or regressed/improved by the spec's better direction (changed for labels)."""
+    if spec.kind == "label":
+        return Outcome.UNCHANGED if b == h else Outcome.CHANGED
+    bv, hv = float(b), float(h)
+    if abs(hv - bv) <= spec.tolerance * max(1.0, abs(bv)):
+        return Outcome.UNCHANGED
+    worse = hv > bv if spec.better == "lower" else hv < bv
+    return Outcome.REGRESSED if worse else Outcome.IMPROVED
+
+
+def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric) -> Verdict:
+    outcome = _direction(spec, b.value, h.value)
+    message = f"{spec.name} {format_value(b.value)} -> {format_value(h.value)} (exact)"
+    moved = movers(b.detail, h.detail)
+    if outcome is not Outcome.UNCHANGED and moved:
+        message += f": {moved}"
+    ratio = None if spec.kind in ("label", "flag") else _ratio(b.value, h.value)
+    return Verdict(test_id, spec.name, b.value, h.value, ratio, outcome, message)
+
+
+def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3) -> str:
+    """What moved inside an exact metric: new call sites (``sites``) or the biggest changes in ``by``."""
+    if "sites" in head_detail or "sites" in base_detail:
+        before = {(s["op"], s["site"]): s["per_step"] for s in base_detail.get("sites", []) if isinstance(s, Mapping)}
+        after = {(s["op"], s["site"]): s["per_step"] for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
+        keys = set(before) | set(after)
+        changes = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in keys), key=lambda c: -abs(c[0]))
+        return ", ".join(f"{op} at {_short(site)} {delta:+.3g}/step" for delta, (op, site) in changes[:top] if delta)
+    b_by, h_by = base_detail.get("by"), head_detail.get("by")
+    if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
+        keys = set(b_by) | set(h_by)
+        changes = sorted(((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys),
+                         key=lambda c: (-abs(c[0]), c[1]))
+        return ", ".join(f"{k} {format_value(float(b_by.get(k, 0)))} -> {format_value(float(h_by.get(k, 0)))}"
+                         for delta, k in changes[:top] if delta)
+    examples = head_detail.get("examples")
+    if isinstance(examples, list) and examples:
+        return str(examples[0])[:240]
+    return ""
+
+
+def _short(site: str) -> str:
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in site:
+            return site.split(marker, 1)[1]
+    return site
+
+
+def _per_sample(result: Result, samples: Sequence[float]) -> list[float]:
+    return [t / result.batch_size for t in samples]
+
+
+def _judge_samples(spec: registry.MetricSpec, base: Result, head: Result, test_id: str, factor: float,
+                   alpha: float) -> Verdict:
+    name, key = spec.name, spec.samples or spec.name
+    b_samples, h_samples = list(base.samples.get(key, [])), list(head.samples.get(key, []))
+    if not b_samples:
+        return Verdict(test_id, name, base.value(name), head.value(name), None, Outcome.INCONCLUSIVE,
+                       f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite")
+    if spec.rule == "shares":
+        t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
+        if t.log_ratio is None:
+            return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
+        message = (f"{name} {format_value(base.value(name))} -> {format_value(head.value(name))} (per-step mean "
+                   f"{t.base_median:.3f} -> {t.head_median:.3f}, n={len(b_samples)}/{len(h_samples)}): {t.reason}")
+        return Verdict(test_id, name, base.value(name), head.value(name), _ratio(base.value(name), head.value(name)),
+                       t.outcome, message)
+    per_sample = key == "step_ms" and base.batch_size != head.batch_size
+    if per_sample:
+        b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
+    t = compare_timing(b_samples, h_samples, spec.factor or factor, alpha)
+    if t.log_ratio is None:
+        return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
+    unit = "ms per sample" if per_sample else spec.unit
+    message = (
+        f"{name} median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+        f"(x{t.ratio:.3f}, {t.interval.confidence:.0%} CI x{t.interval.low:.3f}..x{t.interval.high:.3f}, "
+        f"p_slower={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
+        + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "") + f"){_tail(base, head, name)}"
+        f": {t.reason}"
+    )
+    return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+
+
+def _tail(base: Result, head: Result, name: str) -> str:
+    """For step_ms: throughput, p99/max and stalls of both sides, so a tail is never hidden by the median."""
+    if name != "step_ms":
+        return ""
+    parts = []
+    for metric in ("samples_per_s", "step_ms_p99", "step_ms_max", "stalls"):
+        b, h = base.value(metric), head.value(metric)
+        if b is not None and h is not None:
+            parts.append(f"{metric} {format_value(b)} -> {format_value(h)}")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def _ratio(base: Any, head: Any) -> float | None:
@@ -388,33 +513,79 @@ def _ratio(base: Any, head: Any) -> float | None:
         return None
 
 
-def _compare_bool(test_id: str, name: str, b: bool, h: bool) -> Verdict:
-    if b == h:
-        outcome = Outcome.UNCHANGED
+def _compare_summary(spec: registry.MetricSpec, test_id: str, b: float, h: float) -> Verdict:
+    name = spec.name
+    if spec.abs_tol:
+        tol, within = f"+-{spec.tolerance:g}", abs(h - b) <= spec.tolerance
     else:
-        outcome = Outcome.REGRESSED if b and not h else Outcome.IMPROVED
-    return Verdict(test_id, name, b, h, None, outcome, f"{name} {b} -> {h}")
-
-
-def _compare_counter(test_id: str, name: str, b: float, h: float, b_raw: Any, h_raw: Any) -> Verdict:
-    if h > b:
-        outcome = Outcome.REGRESSED
-    elif h < b:
-        outcome = Outcome.IMPROVED
-    else:
-        outcome = Outcome.UNCHANGED
-    return Verdict(test_id, name, b_raw, h_raw, _ratio(b, h), outcome,
-                   f"{name} {format_value(b_raw)} -> {format_value(h_raw)} (exact)")
-
-
-def _compare_summary(test_id: str, name: str, b: float, h: float) -> Verdict:
-    if name in ABS_TOLERANCE:
-        tol, within = f"+-{ABS_TOLERANCE[name]:g}", abs(h - b) <= ABS_TOLERANCE[name]
-    else:
-        tol, within = f"+-{REL_TOLERANCE:.0%}", abs(h - b) <= REL_TOLERANCE * max(abs(b), abs(h))
+        tol, within = f"+-{spec.tolerance:.0%}", abs(h - b) <= spec.tolerance * max(abs(b), abs(h))
     if within:
         return Verdict(test_id, name, b, h, _ratio(b, h), Outcome.UNCHANGED,
                        f"{name} {format_value(b)} -> {format_value(h)} (within {tol})")
     return Verdict(test_id, name, b, h, _ratio(b, h), Outcome.INCONCLUSIVE,
                    f"{name} {format_value(b)} -> {format_value(h)}: beyond {tol}, but a single summary value "
                    "cannot tell noise from change; re-run or compare within one session")
+
+
+def explain(verdict: Verdict, result: Result) -> Verdict:
+    """The verdict with its likely cause attached when it fails (unchanged otherwise)."""
+    if not verdict.failed or verdict.cause:
+        return verdict
+    from perfsuite import causes
+
+    cause = causes.explain(verdict, result)
+    return verdict.with_cause(str(cause) if cause else None)
+
+
+# --------------------------------------------------------------------------- the committed exact gate
+
+UPDATE_HINT = "nox -s perf -- --perfsuite-update-exact"
+
+
+def exact_values(result: Result) -> dict[str, Any]:
+    """The exact metrics of a Result, as the committed file stores them: value, or None if unavailable."""
+    out: dict[str, Any] = {}
+    for spec in registry.all_specs():
+        if spec.exact and spec.name in result.metrics:
+            m = result.metrics[spec.name]
+            out[spec.name] = m.value if m.available else None
+    return out
+
+
+def check_exact(expected: Mapping[str, Any] | None, head: Result, test_id: str, source: str,
+                update: str = UPDATE_HINT) -> list[Verdict]:
+    """Head's exact metrics against the committed expected values: any difference fails, both ways.
+
+    An improvement fails too (as changed), so the committed file always says
+    what the code does; the message names the command that rewrites it.
+    """
+    if expected is None:
+        return [Verdict(test_id, "exact", None, None, None, Outcome.NEW,
+                        f"no committed exact values for this test in {source}; record them with `{update}`")]
+    verdicts: list[Verdict] = []
+    actual = exact_values(head)
+    for name in [n for n in registry.names() if n in expected or n in actual]:
+        spec = registry.get(name)
+        want, got = expected.get(name, "<absent>"), actual.get(name, "<absent>")
+        if want is None and got is None:
+            continue
+        if got is None:
+            reason = head.metric(name).reason
+            verdict = Verdict(test_id, name, want, None, None, Outcome.REGRESSED,
+                              f"{name} was {format_value(want)} in {source} and is now unavailable: {reason}")
+        elif want in (None, "<absent>") or got == "<absent>":
+            verdict = Verdict(test_id, name, None if want == "<absent>" else want,
+                              None if got == "<absent>" else got, None, Outcome.CHANGED,
+                              f"{name} is {format_value(got)} but {source} says {format_value(want)}; "
+                              f"if that is intended, update it: `{update}`")
+        else:
+            outcome = _direction(spec, want, got)
+            verdict = Verdict(test_id, name, want, got, None if spec.kind in ("label", "flag") else _ratio(want, got),
+                              outcome, f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})")
+            if outcome is Outcome.IMPROVED:
+                verdict = replace(verdict, outcome=Outcome.CHANGED,
+                                  message=f"{verdict.message}: better than the committed value; commit it: `{update}`")
+            elif outcome is not Outcome.UNCHANGED:
+                verdict = replace(verdict, message=f"{verdict.message}; if intended, update it: `{update}`")
+        verdicts.append(explain(verdict, head))
+    return verdicts

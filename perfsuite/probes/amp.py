@@ -12,6 +12,10 @@ looks at what the forward pass computed in the observed steps:
   ran (seen by a TorchFunctionMode, since autocast has already been applied
   when an op reaches the dispatch mode) AND produced low-precision outputs.
 
+* grad_scaler_bf16: GradScaler.scale calls per observed step when the forward's
+  low-precision outputs were bfloat16. bf16 has fp32's exponent range, so loss
+  scaling only adds work (unscale, inf checks, and a host read of found_inf).
+
 Only forward ops with grad enabled are counted: backward ops inherit their
 dtypes, and no-grad work such as GPU augmentation (small FP32 matrix maths in
 Kornia) is not the model. Under the dispatch mode torch.compile runs the model
@@ -46,10 +50,11 @@ class AmpProbe(Probe):
         self.total = 0
         self.dtypes: dict[str, int] = {}
         self.autocast_calls = 0
+        self.scale_calls = 0
 
     def setup(self, ctx: RunContext) -> None:
         self._device_type = ctx.device.split(":")[0]
-        self._observed = self.lowp = self.total = self.autocast_calls = 0
+        self._observed = self.lowp = self.total = self.autocast_calls = self.scale_calls = 0
         self.dtypes = {}
 
     def _modes(self) -> tuple[Any, Any]:
@@ -82,23 +87,49 @@ class AmpProbe(Probe):
         return AutocastWatch(), DtypeCount()
 
     @contextlib.contextmanager
+    def _scale_watch(self) -> Iterator[None]:
+        """Count enabled GradScaler.scale calls (the class method, patched for this step only)."""
+        import torch
+
+        cls = torch.amp.GradScaler
+        original = cls.scale
+        probe = self
+
+        def scale(scaler: Any, outputs: Any) -> Any:
+            if scaler.is_enabled():
+                probe.scale_calls += 1
+            return original(scaler, outputs)
+
+        cls.scale = scale  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            cls.scale = original  # type: ignore[method-assign]
+
+    @contextlib.contextmanager
     def observe(self) -> Iterator[None]:
         watch, count = self._modes()
-        with count, watch:
+        with self._scale_watch(), count, watch:
             yield
         self._observed += 1
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         if self._observed == 0:
             why = "observe_steps=0: no step was observed, so output dtypes were not seen"
-            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction")]
+            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction"),
+                    Metric.unavailable("grad_scaler_bf16", why, "calls/step")]
         if self.total == 0:
             why = "the observed forward passes ran no matmul or convolution"
-            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction")]
+            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction"),
+                    Metric.unavailable("grad_scaler_bf16", why, "calls/step")]
         autocast_on = self.autocast_calls > 0
         detail = {"outputs": self.total, "dtypes": dict(self.dtypes), "autocast_enabled": autocast_on,
                   "observed_steps": self._observed}
+        bf16_only = self.dtypes.get("bfloat16", 0) > 0 and not self.dtypes.get("float16", 0)
+        misuse = self.scale_calls / self._observed if bf16_only else 0.0
         return [
             Metric("amp_engaged", autocast_on and self.lowp > 0, detail=detail),
             Metric("amp_lowp_frac", self.lowp / self.total, "fraction", detail=detail),
+            Metric("grad_scaler_bf16", misuse, "calls/step", detail={"scale_calls": self.scale_calls,
+                                                                     "observed_steps": self._observed}),
         ]

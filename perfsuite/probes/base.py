@@ -1,17 +1,23 @@
 """The one protocol every probe follows, and what the runner tells probes.
 
-A run has three phases: warm-up (excluded from everything), a few *observed*
-steps in which instrumenting probes (sync counting, AMP dtype hooks) watch
-each step through ``observe()``, and the *measured window*, timed with as
-little in the way as possible, between ``start()`` and ``stop()``. So the
-cost of instrumentation never lands in the timings, and deterministic signals
-(syncs, dtypes) are counted exactly on steps that do the same work.
+A run has three phases, in this order: warm-up (excluded from everything);
+the *measured window*, timed with nothing in the way, between ``start()``
+and ``stop()``; then a few *observed* steps in which instrumenting probes
+(sync counting, AMP dtypes, op/byte/FLOP counters) watch each step through
+``observe()``. Measuring first is what keeps the window honest for every
+probe, present and future: a TorchDispatchMode makes torch.compile run the
+model eagerly for the rest of the process, so nothing that instruments may
+run before the window. ``start()``/``stop()`` may only start passive
+samplers (threads reading NVML or /proc); the runner refuses a window in
+which a probe left a torch function or dispatch mode active. Deterministic
+signals are counted exactly on steps that do the same work as the window's.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ContextManager
 
 if TYPE_CHECKING:
@@ -50,6 +56,9 @@ class WindowTimings:
     fetch_s: list[float] = field(default_factory=list)  # host time blocked in next(loader), per step
     step_ms: list[float] = field(default_factory=list)
     epochs_started: int = 0
+    samples: int = 0  # samples the loader delivered in the window (a short last batch counts what it holds)
+    host_step_s: list[float] = field(default_factory=list)  # host time per step, fetch included
+    epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
 
     @property
     def wall_s(self) -> float:
@@ -68,15 +77,18 @@ class Probe:
     def setup(self, ctx: RunContext) -> None:
         """Before warm-up: reset counters, wrap nothing the user did not ask for."""
 
-    def observe(self) -> ContextManager[Any]:
-        """A context around each observed step (not around measured steps)."""
-        return contextlib.nullcontext()
-
     def start(self) -> None:
-        """Measured window begins (the device is synchronised)."""
+        """Measured window begins (the device is synchronised). Start passive samplers only."""
 
     def stop(self) -> None:
-        """Measured window ends, or the run failed."""
+        """Measured window ends, or the run failed. Read end-of-window counters here."""
+
+    def observe(self) -> ContextManager[Any]:
+        """A context around each observed step, after the window: the only place to instrument."""
+        return contextlib.nullcontext()
+
+    def finish(self) -> None:
+        """After the observed steps, or when the run failed: release what observe() set up."""
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         """The metrics this probe contributes, each by its one name."""
@@ -85,3 +97,17 @@ class Probe:
     def timeline(self) -> dict[str, list[float]]:
         """Time series for Result.timeline (e.g. NVML samples), keyed by series name."""
         return {}
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Run a probe's own tensor work unseen by every probe's modes (function and dispatch).
+
+    A probe that checks the step's tensors (labels) must not have its checks
+    counted as the step's syncs, ops or FLOPs.
+    """
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch._C.DisableTorchFunction():
+        yield

@@ -6,10 +6,16 @@ per-frame compilation records (the same numbers ``torch._dynamo.explain`` and
 TORCH_LOGS report). Seed 003 never compiled; a compiled model that silently
 breaks into many graphs is the next trap, so breaks come with their reasons.
 
-When the run compiles (knob compile set), setup() calls torch._dynamo.reset():
+Whenever torch._dynamo is loaded, setup() calls torch._dynamo.reset():
 compiled code is cached per code object, and a second run of the same model
 class in this process would otherwise reuse the first run's graphs and report
-no breaks and no compile time. Nothing is reset for uncompiled runs.
+no breaks and no compile time; and a model that an earlier run's observed
+steps called under a dispatch mode runs eagerly until the next reset.
+
+The counters are read when the measured window ends (``stop()``), before the
+observed steps, so the instrumented steps never count; ``recompiles`` counts
+every recompilation of the run, and its detail says how many fell inside the
+window (a shape change after warm-up, e.g. drop_last=False's short batch).
 
 For a run in which nothing was compiled, all three metrics are unavailable,
 not 0: a threshold such as ``graph_breaks <= 0`` must not pass for a model
@@ -46,21 +52,28 @@ class CompileProbe(Probe):
         self._breaks0: Counter[str] = Counter()
         self._graphs0 = 0
         self._result: dict[str, Any] | None = None
+        self._before_window: set[int] | None = None
 
     def setup(self, ctx: RunContext) -> None:
         self._mode = ctx.knobs.step.compile
         self._result = None
+        self._before_window = None
         self._seen, self._breaks0, self._graphs0 = set(), Counter(), 0
         if self._mode is None and "torch._dynamo" not in sys.modules:
             return  # nothing compiled so far; importing dynamo (seconds) just to read zeros is waste
         import torch._dynamo
         from torch._dynamo.utils import counters, get_compilation_metrics
 
-        if self._mode is not None:
-            torch._dynamo.reset()
+        torch._dynamo.reset()
         self._seen = {id(r) for r in get_compilation_metrics()}
         self._breaks0 = Counter(counters["graph_break"])
         self._graphs0 = counters["stats"]["unique_graphs"]
+
+    def start(self) -> None:
+        if "torch._dynamo" in sys.modules:
+            from torch._dynamo.utils import get_compilation_metrics
+
+            self._before_window = {id(r) for r in get_compilation_metrics()}
 
     def stop(self) -> None:
         """Read the counters once, at the end of the run (compilation happened in warm-up)."""
@@ -74,8 +87,10 @@ class CompileProbe(Probe):
         records = [r for r in get_compilation_metrics() if id(r) not in self._seen]
         frames = [r for r in records if r.co_name is not None]  # one per compiled frame; others are backward
         breaks = Counter(counters["graph_break"]) - self._breaks0
+        before = self._before_window
         self._result = {
             "frames": frames,
+            "in_window": [r for r in frames if before is not None and id(r) not in before],
             "graphs": counters["stats"]["unique_graphs"] - self._graphs0,
             "breaks": breaks,
             "compile_s": sum((r.entire_frame_compile_time_s or 0.0) for r in records)
@@ -98,6 +113,7 @@ class CompileProbe(Probe):
                 "reasons": [{**_reason(text), "count": n} for text, n in breaks.most_common()],
             }),
             Metric("recompiles", len(recompiled), "recompiles", detail={
+                "in_window": sum(1 for r in res["in_window"] if r.recompile_reason),
                 "reasons": [{"frame": r.co_name, "compile_id": r.compile_id, "reason": r.recompile_reason.strip()}
                             for r in recompiled],
             }),

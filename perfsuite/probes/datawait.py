@@ -15,17 +15,27 @@ from perfsuite.results import Metric
 
 
 class DataWaitProbe(Probe):
-    """Fraction of the window's wall time blocked in ``next(loader)``."""
+    """Fraction of the window's wall time blocked in ``next(loader)``, and the epoch-start fetches.
+
+    Verdicts judge both on their raw samples (``Result.samples``: ``data_wait``,
+    each step's share of time spent fetching, and ``epoch_fetch_ms``); the
+    summary values here are for people and thresholds.
+    """
 
     name = "datawait"
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         if not timings.fetch_s or timings.wall_s <= 0:
-            return [Metric.unavailable("data_wait_frac", "the runner recorded no batch fetch times in the window")]
+            why = "the runner recorded no batch fetch times in the window"
+            return [Metric.unavailable("data_wait_frac", why), Metric.unavailable("epoch_fetch_ms", why)]
         wait_s = sum(timings.fetch_s)
         fetch_ms = sorted(s * 1e3 for s in timings.fetch_s)
         frac = min(1.0, max(0.0, wait_s / timings.wall_s))
-        return [Metric("data_wait_frac", frac, "fraction", detail={
+        epoch = Metric.unavailable("epoch_fetch_ms", "no epoch started inside the measured window", "ms")
+        if timings.epoch_fetch_ms:
+            epoch = Metric("epoch_fetch_ms", statistics.median(timings.epoch_fetch_ms), "ms",
+                           detail={"epochs_started": len(timings.epoch_fetch_ms)})
+        return [epoch, Metric("data_wait_frac", frac, "fraction", detail={
             "wait_s": wait_s, "wall_s": timings.wall_s,
             "fetch_ms_median": statistics.median(fetch_ms), "fetch_ms_max": fetch_ms[-1],
             "epochs_started": timings.epochs_started,

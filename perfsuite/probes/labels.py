@@ -23,9 +23,8 @@ looks at the batch as the loader gave it and at the target the loss gets:
   failing step counts one, with the checker's message.
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
-example and the property message. The checks run with torch function modes
-disabled, so the sync probe does not count the probe's own reads as the
-step's. Keypoint and image-only targets have no labels: unavailable.
+example and the property message. The checks run unobserved (every probe's
+modes disabled), so the probe's own reads and ops are not counted as the step's. Keypoint and image-only targets have no labels: unavailable.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ import contextlib
 import functools
 from typing import Any, Iterator
 
-from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
 from perfsuite.results import Metric
 
 
@@ -75,7 +74,7 @@ class LabelProbe(Probe):
             x, y = original(batch)
             import torch
 
-            with torch._C.DisableTorchFunction(), torch.no_grad():
+            with unobserved(), torch.no_grad():
                 try:
                     self._check(batch, y, step)
                 except Exception as exc:  # noqa: BLE001 - a probe reports, it never breaks the run

@@ -33,6 +33,8 @@ While observing, a no-op TorchDispatchMode is also pushed: torch.compile does
 not compile (nor look up compiled code) under a dispatch mode, so a compiled
 model runs eagerly in observed steps instead of recompiling for the probe's
 function mode. Eager execution issues the same sync-forcing operations.
+Observed steps come after the measured window (see probes/base.py), since
+a dispatch mode leaves compiled code unused until torch._dynamo.reset().
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Metric
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
-_ALWAYS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__",
-           "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
+# __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
+_ALWAYS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__repr__",
+           "__format__", "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
 _TORCH_FUNCS = ("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
 # torch files that only route a call to its implementation: a call passing only through
 # these was issued by the caller itself.
@@ -261,7 +264,7 @@ class SyncProbe(Probe):
         if self._trace is not None and self._observed >= self._ctx_steps:
             self._trace.end()
 
-    def stop(self) -> None:
+    def finish(self) -> None:
         if self._trace is not None:
             self._trace.end()
 

@@ -19,13 +19,18 @@ CPU_FAULTS = sorted(name for name, f in FAULTS.items() if f.device == "cpu")
 EVIDENCE = {
     "host_read_every_step": "Tensor.item at perfsuite/pipeline.py:",
     "eval_every_epoch": "Tensor.item at perfsuite/pipeline.py:",
-    "amp_off": "amp_lowp_frac 0.00 vs 1.00",
-    "amp_bool": "amp_lowp_frac 0.00 vs 1.00",
-    "compile_off": "0 compiled graph(s) vs",
-    "seed_label_augment": "label_violations",
+    "amp_off": "amp_lowp_frac 1 -> 0 (exact)",
+    "amp_bool": "amp_lowp_frac 1 -> 0 (exact)",
+    "compile_off": "graph_breaks was 0 and is now unavailable: compile=None",
+    "seed_label_augment": "label_violations 0 ->",
     "images_only_cutmix": "images moved without their masks",
     "images_only_mixup": "images moved without their masks",
-    "persistent_workers_off": "epoch-start fetches",
+    "persistent_workers_off": "epoch_fetch_ms median",
+    "int64_masks": "int64 0 ->",
+    "float64_inputs": "float64 0 ->",
+    "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
+    "channels_last_input": "input float32 channels_last",
+    "print_loss": "Tensor.__format__ at perfsuite/faults.py:",
 }
 
 
@@ -36,6 +41,23 @@ def test_cpu_fault_is_caught(name: str, runs) -> None:
     assert result.caught, result.message
     assert fault.cause in result.message
     assert EVIDENCE[name] in result.message
+
+
+@pytest.mark.parametrize("name", CPU_FAULTS)
+def test_perfsuite_compare_exits_1_naming_the_cause(name: str, runs, tmp_path, capsys) -> None:
+    """The user's path: `perfsuite compare base.json head.json` on the fault's Results, through the CLI."""
+    from perfsuite import metrics
+    from perfsuite.cli import main
+
+    fault = FAULTS[name]
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    base.write_text(runs(fault.reference).to_json(), encoding="utf-8")
+    head.write_text(runs(fault.reference, name).to_json(), encoding="utf-8")
+    assert main(["compare", str(base), str(head)]) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if f"| {fault.signal} |" in line)
+    assert "**regressed**" in row or "**changed**" in row, row
+    assert EVIDENCE[name] in row and metrics.family(fault.signal) in row, row
 
 
 @pytest.mark.parametrize("reference", sorted({FAULTS[n].reference for n in CPU_FAULTS}))

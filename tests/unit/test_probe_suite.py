@@ -6,18 +6,25 @@ import torch
 
 from perfsuite.knobs import Knobs
 from perfsuite.probes import Probe, all_probes
-from perfsuite.results import METRIC_NAMES, Result
+from perfsuite import metrics
+from perfsuite.results import Result
 from perfsuite.runner import RunSpec, run
 
-PROBED = set(METRIC_NAMES) - {"samples_per_s", "step_ms", "label_violations"}
+RUNNER = {s.name for s in metrics.all_specs() if s.probe == "runner"}
+PROBED = set(metrics.names()) - RUNNER - {"label_violations"}
 
 
 def test_all_probes_are_fresh_distinct_instances() -> None:
     first, second = all_probes(), all_probes()
     names = [p.name for p in first]
     assert len(set(names)) == len(names)
-    assert {"datawait", "nvml", "syncs", "compile", "amp", "memory"} <= set(names)
+    assert {"datawait", "nvml", "syncs", "compile", "amp", "cost", "memory", "labels"} == set(names)
     assert all(a is not b for a, b in zip(first, second))
+
+
+def test_every_registered_metric_is_made_by_a_known_probe() -> None:
+    probes = {p.name for p in all_probes()} | {"runner"}
+    assert {s.probe for s in metrics.all_specs()} <= probes
 
 
 class _WindowIsBare(Probe):
@@ -37,6 +44,7 @@ def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> 
                  probes=[*all_probes(), check])
     assert check.modes == (0, 0), "an instrumenting probe is still active in the measured window"
     assert PROBED <= set(result.metrics)
+    assert RUNNER <= set(result.metrics)
     unavailable = {n for n in PROBED if not result.metric(n).available}
     assert unavailable == {"gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz", "peak_mem_mb",
                            "graph_breaks", "recompiles", "compile_s"}

@@ -18,9 +18,11 @@ FP = Fingerprint(device="cpu", gpu_model=None, gpu_count=0, driver=None, cuda=No
                  python="3.11.7", cpu_model="Test CPU", cpu_cores=2, platform="Linux")
 
 
-def make_result(step_ms=(), fingerprint=FP, **metrics) -> Result:
+def make_result(step_ms=(), fingerprint=FP, samples=None, **metrics) -> Result:
     ms = {name: v if isinstance(v, Metric) else Metric(name, v) for name, v in metrics.items()}
-    return Result(workload="w", scale="smoke", knobs={}, metrics=ms, samples={"step_ms": list(step_ms)},
+    if step_ms:
+        ms.setdefault("step_ms", Metric("step_ms", float(np.median(step_ms)), "ms"))
+    return Result(workload="w", scale="smoke", knobs={}, metrics=ms, samples={"step_ms": list(step_ms), **(samples or {})},
                   fingerprint=fingerprint, batch_size=8, steps=len(step_ms), warmup=0)
 
 
@@ -121,19 +123,76 @@ def test_exact_metrics_compare_exactly(metric, base, head, outcome):
     assert v.outcome is outcome and (v.base, v.head) == (base, head)
 
 
-def test_metric_only_in_head_is_new_and_unavailable_head_says_why():
-    base = make_result(noisy(10))
+def test_metric_only_in_head_is_new_and_measured_then_unavailable_is_a_regression_with_the_reason():
+    base = make_result(noisy(10), gpu_util=0.9)
     head = make_result(noisy(10), recompiles=0, gpu_util=Metric.unavailable("gpu_util", "no NVML"))
     by_metric = {v.metric: v for v in compare_results(base, head, "t")}
     assert by_metric["recompiles"].outcome is Outcome.NEW
-    assert by_metric["gpu_util"].outcome is Outcome.UNAVAILABLE and "no NVML" in by_metric["gpu_util"].message
+    assert by_metric["gpu_util"].outcome is Outcome.REGRESSED and "now unavailable: no NVML" in by_metric["gpu_util"].message
+
+
+def test_a_metric_neither_side_measured_is_left_out():
+    why = Metric.unavailable("gpu_util", "no NVML")
+    verdicts = compare_results(make_result(noisy(10), gpu_util=why), make_result(noisy(10), gpu_util=why), "t")
+    assert "gpu_util" not in {v.metric for v in verdicts}
+
+
+def test_compiled_base_against_uncompiled_head_is_a_regression_naming_why():
+    """compile_off through the engine: graph_breaks measured in the base, unavailable in the head."""
+    base = make_result(noisy(10), graph_breaks=Metric("graph_breaks", 0, detail={"graphs": 1}))
+    head = make_result(noisy(10), graph_breaks=Metric.unavailable("graph_breaks", "compile=None: nothing compiled"))
+    (v,) = [v for v in compare_results(base, head, "t") if v.metric == "graph_breaks"]
+    assert v.failed and "compile=None: nothing compiled" in v.message and v.cause.startswith("graph breaks")
+
+
+@pytest.mark.parametrize("base,head,outcome", [(1.0, 0.0, Outcome.REGRESSED), (0.0, 1.0, Outcome.IMPROVED),
+                                               (0.75, 0.75, Outcome.UNCHANGED), (1.0, 0.99, Outcome.REGRESSED)])
+def test_amp_lowp_frac_is_exact(base, head, outcome):
+    steps = noisy(10)
+    (v,) = [v for v in compare_results(make_result(steps, amp_lowp_frac=base), make_result(steps, amp_lowp_frac=head),
+                                       "t") if v.metric == "amp_lowp_frac"]
+    assert v.outcome is outcome
+
+
+def test_a_label_metric_that_changes_fails_as_changed():
+    fmt = "input float32 contiguous; params float32 contiguous"
+    head = make_result(noisy(10), input_format=fmt.replace("input float32 contiguous", "input float32 channels_last"))
+    (v,) = [v for v in compare_results(make_result(noisy(10), input_format=fmt), head, "t") if v.metric == "input_format"]
+    assert v.outcome is Outcome.CHANGED and v.failed and "channels_last" in v.message
+
+
+def test_exact_regressions_name_their_top_movers():
+    b = Metric("h2d_bytes_per_step", 100.0, detail={"by": {"uint8": 100.0}})
+    h = Metric("h2d_bytes_per_step", 900.0, detail={"by": {"uint8": 100.0, "int64": 800.0}})
+    (v,) = [v for v in compare_results(make_result(noisy(10), h2d_bytes_per_step=b),
+                                       make_result(noisy(10), h2d_bytes_per_step=h), "t") if v.metric == b.name]
+    assert v.outcome is Outcome.REGRESSED and "int64 0 -> 800" in v.message and "int64" in v.cause
+
+
+def wait(shares, value):
+    return {"samples": {"data_wait": shares}, "data_wait_frac": value}
+
+
+def test_data_wait_is_judged_on_its_per_step_shares():
+    rng = np.random.default_rng(0)
+    low = list(rng.uniform(0.0, 0.04, 30))
+    high = list(rng.uniform(0.3, 0.6, 30))
+    base = make_result(noisy(10), **wait(low, 0.02))
+    same = make_result(noisy(10), **wait(list(rng.uniform(0.0, 0.04, 30)), 0.02))
+    worse = make_result(noisy(10), **wait(high, 0.43))
+    by = {v.metric: v for v in compare_results(base, worse, "t")}
+    assert by["data_wait_frac"].outcome is Outcome.REGRESSED and by["data_wait_frac"].cause.startswith("data-bound")
+    assert {v.metric: v for v in compare_results(base, same, "t")}["data_wait_frac"].outcome is Outcome.UNCHANGED
+    one_spike = make_result(noisy(10), **wait(low[:-1] + [0.9], 0.05))
+    assert {v.metric: v for v in compare_results(base, one_spike, "t")}["data_wait_frac"].outcome is not \
+        Outcome.REGRESSED
 
 
 @pytest.mark.parametrize("metric,base,head,outcome", [
-    ("data_wait_frac", 0.02, 0.05, Outcome.UNCHANGED),
-    ("data_wait_frac", 0.02, 0.30, Outcome.INCONCLUSIVE),
-    ("gpu_util", 80.0, 85.0, Outcome.UNCHANGED),
-    ("gpu_util", 80.0, 40.0, Outcome.INCONCLUSIVE),
+    ("gpu_util", 0.80, 0.83, Outcome.UNCHANGED),
+    ("gpu_util", 0.80, 0.40, Outcome.INCONCLUSIVE),
+    ("peak_rss_mb", 100.0, 110.0, Outcome.UNCHANGED),
+    ("peak_rss_mb", 100.0, 200.0, Outcome.INCONCLUSIVE),
 ])
 def test_summary_metrics_use_a_tolerance_and_never_guess(metric, base, head, outcome):
     verdicts = compare_results(make_result(noisy(10), **{metric: base}), make_result(noisy(10), **{metric: head}), "t")
@@ -196,10 +255,19 @@ def test_step_ms_verdict_reports_medians_and_throughput():
     (v, *_rest) = compare_results(base, head, "t::a")
     assert v.metric == "step_ms" and v.outcome is Outcome.REGRESSED
     assert v.ratio == pytest.approx(1.3, rel=0.05) and "samples_per_s 800 -> 615" in v.message
+    assert v.cause.startswith("slow steps")
+
+
+def test_step_times_compare_per_sample_when_batch_sizes_differ():
+    base = make_result(noisy(10, seed=1))
+    head = dataclasses.replace(make_result(noisy(5, seed=2)), batch_size=2)  # half the time, a quarter the samples
+    (v, *_rest) = compare_results(base, head, "t")
+    assert v.outcome is Outcome.REGRESSED and "ms per sample" in v.message and "batch 8 -> 2" in v.message
 
 
 def test_baseline_without_samples_is_inconclusive():
-    (v, *_rest) = compare_results(make_result(()), make_result(noisy(10)), "t")
+    base = dataclasses.replace(make_result(noisy(10)), samples={"step_ms": []})
+    (v, *_rest) = compare_results(base, make_result(noisy(10)), "t")
     assert v.outcome is Outcome.INCONCLUSIVE and "no raw step_ms samples" in v.message
 
 
