@@ -80,6 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="save each test's Results as this machine's baselines (replacing stored ones)")
     add("--perfsuite-compare", action="store_true", help="compare each test's Results with its stored baseline; "
         "a regression fails the test, a missing baseline is reported as new")
+    add("--perfsuite-update-exact", action="store_true",
+        help="rewrite the committed exact values (baselines/exact/<device>__torch-<minor>.json) from this run")
     add("--perfsuite-baselines", metavar="DIR", help="baseline directory. Default: baselines/ at the rootdir")
     add("--perfsuite-force", action="store_true", default=None,
         help="compare with baselines recorded on another machine fingerprint")
@@ -98,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     opt = config.getoption
     cli = {name: opt(f"--perfsuite-{name.replace('_', '-')}") for name in (
-        "scale", "device", "steps", "warmup", "save", "compare", "baselines", "force", "factor", "alpha",
+        "scale", "device", "steps", "warmup", "save", "compare", "update_exact", "baselines", "force", "factor", "alpha",
         "report_md", "report_json", "png", "inject")}
     try:
         resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(config.rootpath), config.rootpath,
@@ -108,6 +110,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if resolved.save and resolved.inject:
         raise pytest.UsageError("perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
                                 "injected fault as the baseline; drop one of them")
+    if resolved.compare and not resolved.baselines.is_dir():
+        raise pytest.UsageError(
+            f"perfsuite: --perfsuite-compare but the baselines directory {resolved.baselines} does not exist, so "
+            "nothing could be compared; pass --perfsuite-baselines DIR with the committed baselines, or record "
+            "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)")
     config.stash[STATE] = PerfState(resolved)
 
 
@@ -277,13 +284,15 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write the report files that were asked for."""
+    """Write the committed exact values if asked, and the report files that were asked for."""
     state = session.config.stash.get(STATE, None)
     if state is None or not state.judged:
         return
     s, perf = state.settings, state.session
     from perfsuite import report
 
+    for path in perf.finish():
+        state.reports.append(f"wrote exact baselines {path}")
     for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -298,8 +307,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The verdict table, then what could not be checked and what was refused, saved and written.
+    """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
+    the few figures that matter per test, then the gate line.
 
     Rows that need no attention (pass, unchanged) are counted, not listed, unless ``-v`` is given.
     """
@@ -310,14 +321,22 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from perfsuite.verdicts import Outcome
 
     perf, tr = state.session, terminalreporter
+    width = config.get_terminal_writer().fullwidth
     quiet = (Outcome.PASS, Outcome.UNCHANGED)
     shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
     tr.write_sep("=", "perfsuite")
     if shown:
-        tr.write_line(report.format_terminal(report.ordered(shown), width=config.get_terminal_writer().fullwidth))
+        tr.write_line(report.format_terminal(report.ordered(shown), width=width))
+        tr.write_line("")
+    if perf.results:
+        tr.write_line(report.format_people(perf.results, perf.exact_counts, width=width))
+        tr.write_line("")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
+    if state.settings.compare:
+        sources = sorted({str(store.path) for store in perf.exact.values() if store.loaded})
+        tr.write_line(f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}")
     for v in perf.verdicts:
         if v.outcome is Outcome.UNAVAILABLE:
             tr.write_line(f"unavailable: {v.test_id}: {v.message}")

@@ -128,3 +128,55 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
     out = Path(path)
     fig.savefig(out, format="png", dpi=100)
     return out
+
+
+# --------------------------------------------------------------------------- the summary for people
+
+PEOPLE_COLUMNS = ("test", "samples/s", "data-wait", "syncs/step", "AMP low-p", "graphs", "H2D MB/step", "exact held")
+
+
+def _figure(result: Result, name: str, fmt: str) -> str:
+    metric = result.metric(name)
+    return "-" if not metric.available else format(metric.value, fmt)
+
+
+def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
+    """One row per Result: the few figures that matter, '-' where a figure was not measured."""
+    rows = []
+    for rid, r in results.items():
+        graphs = r.metric("graph_breaks")
+        h2d = r.metric("h2d_bytes_per_step")
+        held = exact_counts.get(rid)
+        rows.append((
+            rid, _figure(r, "samples_per_s", ".1f"), _figure(r, "data_wait_frac", ".3f"),
+            _figure(r, "syncs_per_step", "g"), _figure(r, "amp_lowp_frac", ".2f"),
+            str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
+            f"{h2d.value / 1e6:.3f}" if h2d.available else "-",
+            f"{held[0]}/{held[1]}" if held else "-",
+        ))
+    return rows
+
+
+def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]],
+                  width: int = 120) -> str:
+    """The per-test figures table shown at the end of every session, passing or not."""
+    rows = people_rows(results, exact_counts)
+    widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
+    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(PEOPLE_COLUMNS) - 1)))
+
+    def line(cells: Sequence[str]) -> str:
+        first = _cut(cells[0], widths[0]).ljust(widths[0])
+        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
+
+    return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
+
+
+def gate_line(exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int,
+              sources: Sequence[str]) -> str:
+    """``N exact checks held against committed baselines; M timing results new on this machine``."""
+    held = sum(h for h, _ in exact_counts.values())
+    where = f" ({', '.join(sources)})" if sources else ""
+    text = f"{held} exact checks held against committed baselines{where}"
+    if exact_failed:
+        text += f", {exact_failed} did not"
+    return f"{text}; {timing_new} timing results new on this machine"

@@ -8,9 +8,13 @@ here, testable without pytest:
 * an unavailable metric is never a pass: its threshold is ``unavailable``
   with the reason, and a test whose thresholds are all unavailable (and
   which nothing else judged) is skipped with those reasons;
-* comparing: a missing baseline is ``new``, a baseline from another
-  fingerprint is refused unless forced, a corrupt one is an error naming the
-  file; saving overwrites only because saving was asked for.
+* comparing: exact metrics are checked against the committed file for the
+  run's device type and torch version (:mod:`perfsuite.exact`), on any
+  machine; timings against this machine's stored baseline. A missing timing
+  baseline is ``new``, a baseline from another fingerprint is refused unless
+  forced, a corrupt one is an error naming the file; saving overwrites only
+  because saving was asked for, and ``update_exact`` rewrites the committed
+  exact values.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from typing import Any
 from perfsuite import causes
 from perfsuite.baselines import BaselineStore
 from perfsuite.errors import BaselineError, FingerprintMismatch
+from perfsuite.exact import ExactBaselines, key_for
 from perfsuite.results import Result
 from perfsuite.settings import Settings, machine_class, machine_thresholds
-from perfsuite.verdicts import Outcome, Verdict, check_thresholds, compare_results, parse_thresholds
+from perfsuite.verdicts import (
+    Outcome, Verdict, check_exact, check_thresholds, compare_results, exact_values, parse_thresholds,
+)
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).
 _DECISIVE = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
@@ -69,6 +76,20 @@ class PerfSession:
         self.results: dict[str, Result] = {}
         self.problems: list[str] = []
         self.saved: list[Path] = []
+        self.exact: dict[str, ExactBaselines] = {}
+        self.exact_counts: dict[str, tuple[int, int]] = {}  # result id -> (held, checked)
+        self.timing_new: list[str] = []
+        self.exact_failed = 0
+
+    def exact_store(self, result: Result) -> ExactBaselines:
+        key = key_for(result.fingerprint)
+        if key not in self.exact:
+            self.exact[key] = ExactBaselines.open(self.settings.baselines, key)
+        return self.exact[key]
+
+    def finish(self) -> list[Path]:
+        """Write the committed exact files that ``update_exact`` changed; their paths."""
+        return [store.save() for store in self.exact.values() if store.changed]
 
     def bounds_for(self, result: Result, marker_bounds: Mapping[str, Any], test_name: str, nodeid: str) -> dict:
         machine = machine_class(result.fingerprint.gpu_model)
@@ -82,7 +103,13 @@ class PerfSession:
             if rec.check:
                 self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
             if self.settings.compare:
+                self._check_exact(rec, out)
                 self._compare(rec, out)
+            if self.settings.update_exact:
+                try:
+                    self.exact_store(rec.result).record(rec.result_id, exact_values(rec.result))
+                except BaselineError as exc:
+                    self._problem(out, f"baseline error: {exc}")
             if self.settings.save:
                 path = self.store.save(rec.result, rec.result_id, overwrite=True)
                 out.saved.append(path)
@@ -99,6 +126,31 @@ class PerfSession:
                 out.decided = True
             out.verdicts.append(self._explained(verdict, rec.result, out))
 
+    def _check_exact(self, rec: Recorded, out: Judgement) -> None:
+        """Exact metrics against the committed file for this device type and torch version."""
+        try:
+            store = self.exact_store(rec.result)
+        except BaselineError as exc:
+            self._problem(out, f"baseline error: {exc}")
+            return
+        if not store.loaded and not self.settings.update_exact:
+            out.verdicts.append(Verdict(rec.result_id, "exact", None, None, None, Outcome.NEW,
+                                        f"no committed exact baselines at {store.path}; record them with "
+                                        "`nox -s perf -- --perfsuite-update-exact`"))
+            return
+        if self.settings.update_exact:
+            return  # being rewritten from this run: nothing to hold it against
+        verdicts = check_exact(store.expected(rec.result_id), rec.result, rec.result_id,
+                               str(store.path.relative_to(self.settings.baselines.parent))
+                               if store.path.is_relative_to(self.settings.baselines.parent) else str(store.path))
+        checked = [v for v in verdicts if v.outcome is not Outcome.NEW]
+        held = sum(v.outcome is Outcome.UNCHANGED for v in checked)
+        self.exact_counts[rec.result_id] = (held, len(checked))
+        self.exact_failed += sum(v.failed for v in checked)
+        for verdict in verdicts:
+            out.decided |= verdict.outcome in _DECISIVE
+            out.verdicts.append(self._explained(verdict, rec.result, out))
+
     def _compare(self, rec: Recorded, out: Judgement) -> None:
         head, rid, s = rec.result, rec.result_id, self.settings
         try:
@@ -106,9 +158,10 @@ class PerfSession:
             if base is None:
                 base = self.store.load_any(rid)
                 if base is None:
+                    self.timing_new.append(rid)
                     out.verdicts.append(Verdict(
-                        rid, "*", None, None, None, Outcome.NEW,
-                        f"no baseline for this test under {self.store.root / head.fingerprint.key()}"))
+                        rid, "timing", None, None, None, Outcome.NEW,
+                        f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}"))
                     return
                 if not s.force:
                     raise FingerprintMismatch(
@@ -116,7 +169,9 @@ class PerfSession:
                         f"{base.fingerprint.key()!r} but this run is {head.fingerprint.key()!r}; timings from "
                         "different machines do not compare. Record a baseline here with --perfsuite-save "
                         "(nox -s baseline), or pass --perfsuite-force to compare anyway")
-            verdicts = compare_results(base, head, rid, factor=s.factor, alpha=s.alpha, force=s.force)
+            committed = self.exact_store(head).loaded
+            verdicts = compare_results(base, head, rid, factor=s.factor, alpha=s.alpha, force=s.force,
+                                       only=(lambda spec: not spec.exact) if committed else None)
         except FingerprintMismatch as exc:
             self._problem(out, f"comparison refused: {exc}")
             return

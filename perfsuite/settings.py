@@ -64,6 +64,7 @@ class Settings:
     baselines: Path = Path("baselines")
     save: bool = False
     compare: bool = False
+    update_exact: bool = False
     force: bool = False
     factor: float = DEFAULT_FACTOR
     alpha: float = DEFAULT_ALPHA
@@ -145,7 +146,7 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
     return Settings(
         scale=scale, device=device, steps=pick("steps")[0], warmup=pick("warmup")[0],
         observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines"),
-        save=bool(cli.get("save")), compare=bool(cli.get("compare")), force=bool(pick("force", False)[0]),
+        save=bool(cli.get("save")), compare=bool(cli.get("compare")), update_exact=bool(cli.get("update_exact")), force=bool(pick("force", False)[0]),
         factor=factor, alpha=alpha, report_md=path("report_md"), report_json=path("report_json"),
         png=path("png"), inject=(inject,) if isinstance(inject, str) else tuple(inject),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),

@@ -26,7 +26,7 @@ Failing verdicts carry their likely cause (:mod:`perfsuite.causes`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -363,11 +363,14 @@ def compare_results(
     factor: float = DEFAULT_FACTOR,
     alpha: float = DEFAULT_ALPHA,
     force: bool = False,
+    only: Callable[[registry.MetricSpec], bool] | None = None,
 ) -> list[Verdict]:
     """Verdicts for head against base, one per registered metric that either measured.
 
     Metrics neither side measured (GPU telemetry on a CPU) are left out:
-    nothing was compared. Failing verdicts carry their likely cause.
+    nothing was compared. ``only`` picks metrics by spec (the plugin judges
+    exact ones against the committed file instead). Failing verdicts carry
+    their likely cause.
     """
     _validate_rule(factor, alpha)
     base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
@@ -380,7 +383,7 @@ def compare_results(
     verdicts = []
     present = set(base.metrics) | set(head.metrics)
     for spec in registry.all_specs():
-        if spec.name not in present or not spec.compared:
+        if spec.name not in present or not spec.compared or (only is not None and not only(spec)):
             continue
         b, h = base.metric(spec.name), head.metric(spec.name)
         if not b.available and not h.available:

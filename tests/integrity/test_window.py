@@ -64,7 +64,6 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
     recompiles = result.metric("recompiles")
     assert recompiles.value == 1 and recompiles.detail["in_window"] == 1, recompiles
     assert result.metric("step_ms_max").detail["step"] == 0, "the recompiling step must be the window's slowest"
-    assert result.value("stalls") >= 1
     assert result.metric("samples_per_s").detail["samples"] == 16 + 40 + 40 + 16
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from perfsuite_pytester import baseline_files, read_json, run
 
 from perfsuite.results import Fingerprint
@@ -24,9 +26,14 @@ TEST = """
 
 def test_save_then_compare_round_trips_and_only_saving_writes(project):
     project.makepyfile(TEST)
+    missing = run(project, "--perfsuite-compare")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR  # gating against nothing must not pass silently
+    missing.stderr.fnmatch_lines([f"*the baselines directory {project.path / 'baselines'} does not exist*"])
+    (project.path / "baselines").mkdir()
     first = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(["*test_loader*new*", "*1 new, 1 pass*"])
+    first.stdout.fnmatch_lines(["*test_loader*new*", "*2 new, 1 pass*",
+                                "*0 exact checks held against committed baselines; 1 timing results new*"])
     assert baseline_files(project.path) == []  # comparing never writes a baseline
     assert {v["outcome"] for v in read_json(project.path / "v.json")} == {"new", "pass"}
 
@@ -42,7 +49,7 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     again = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json", *LENIENT)
     again.assert_outcomes(passed=1)
     outcomes = {v["metric"]: v["outcome"] for v in read_json(project.path / "v.json")}
-    assert "*" not in outcomes  # no longer new
+    assert "timing" not in outcomes  # no longer new
     assert outcomes["step_ms"] in {"unchanged", "inconclusive", "improved"}
     assert outcomes["syncs_per_step"] == "unchanged"
     assert path.read_bytes() == before and baseline_files(project.path) == [path]  # compared, not written
@@ -66,7 +73,7 @@ def test_a_regression_against_the_baseline_fails_with_the_cause(project):
     out = run(project, "--perfsuite-compare")
     out.assert_outcomes(failed=1)
     out.stdout.fnmatch_lines(["*test_loader: slow steps: step_ms median * -> * ms (x*slower by more than x1.05*",
-                              "*1 regressed*"])
+                              "*regressed*"])
 
 
 def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
@@ -90,7 +97,7 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
     forced = run(project, "--perfsuite-compare", "--perfsuite-force", *LENIENT)
     forced.assert_outcomes(passed=1)
     assert "comparison refused" not in forced.stdout.str()
-    assert "new" not in forced.stdout.str().split("= perfsuite =")[1]
+    assert "no timing baseline" not in forced.stdout.str().split("= perfsuite =")[1]
 
 
 def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
@@ -111,3 +118,31 @@ def test_baselines_option_and_pyproject_pick_the_directory(project):
     assert len(list((project.path / "perf" / "stored").rglob("*.json"))) == 1
     run(project, "--perfsuite-save", "--perfsuite-baselines", "elsewhere").assert_outcomes(passed=1)
     assert len(list((project.path / "elsewhere").rglob("*.json"))) == 1
+
+
+def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_asked(project):
+    """The exact gate: held on every machine, an improvement fails too, with the command that updates it."""
+    project.makepyfile(TEST)
+    run(project, "--perfsuite-update-exact").assert_outcomes(passed=1)
+    [exact] = sorted((project.path / "baselines" / "exact").glob("*.json"))
+    data = read_json(exact)
+    (test_id, values), = data["tests"].items()
+    assert test_id.endswith("::test_loader") and values["syncs_per_step"] == 0 and values["ops_per_step"] > 0
+    held = run(project, "--perfsuite-compare")
+    held.assert_outcomes(passed=1)
+    held.stdout.fnmatch_lines([f"*{len([v for v in values.values() if v is not None])} exact checks held against "
+                               "committed baselines*; 1 timing results new on this machine"])
+
+    def rewrite(**changes):
+        exact.write_text(json.dumps({**data, "tests": {test_id: {**values, **changes}}}), encoding="utf-8")
+
+    rewrite(ops_per_step=values["ops_per_step"] + 10)  # the code now does fewer ops than committed: stale file
+    better = run(project, "--perfsuite-compare")
+    better.assert_outcomes(failed=1)
+    better.stdout.fnmatch_lines(["*ops_per_step * -> * (exact, baselines/exact/*): better than the committed "
+                                 "value; commit it: `nox -s perf -- --perfsuite-update-exact`*"])
+    rewrite(h2d_bytes_per_step=1)  # the code now copies more than committed: a regression
+    worse = run(project, "--perfsuite-compare")
+    worse.assert_outcomes(failed=1)
+    worse.stdout.fnmatch_lines(["*more bytes copied: h2d_bytes_per_step 1 -> *"])
+    assert read_json(exact)["tests"][test_id]["h2d_bytes_per_step"] == 1  # checking never rewrites it

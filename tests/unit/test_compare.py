@@ -37,14 +37,15 @@ def test_slow_head_matches_golden_verdicts():
 def test_exit_status_and_markdown():
     code, out, err = run([DATA / "base.json", DATA / "head_slow.json"])
     assert code == 1 and err == ""
-    assert out.startswith("**perfsuite:** 3 regressed, 1 inconclusive, 1 unavailable, 1 unchanged")
+    assert out.startswith("**perfsuite:** 4 regressed, 1 unchanged")
+    assert "| data_wait_frac | 0.02 | 0.3 |" in out and "data-bound" in out
     code, out, _ = run([DATA / "base.json", DATA / "head_same.json"])
     assert code == 0 and "regressed" not in out
 
 
 def test_json_output(tmp_path):
     code, out, _ = run([DATA / "base.json", DATA / "head_same.json", "--json", "--png", tmp_path / "c.png"])
-    assert code == 0 and {d["outcome"] for d in json.loads(out)} == {"unchanged", "unavailable"}
+    assert code == 0 and {d["outcome"] for d in json.loads(out)} == {"unchanged"}
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
 
 

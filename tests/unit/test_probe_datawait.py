@@ -12,14 +12,22 @@ from perfsuite.runner import RunSpec, run
 
 def test_the_fraction_is_time_blocked_in_next_over_window_wall_time() -> None:
     timings = WindowTimings(start_s=10.0, end_s=12.0, steps=4, batch_size=2, fetch_s=[0.25, 0.25, 0.5, 0.0])
-    [metric] = DataWaitProbe().metrics(timings)
+    [epoch, metric] = DataWaitProbe().metrics(timings)
     assert metric.value == pytest.approx(0.5)
+    assert epoch.value is None and "no epoch started" in epoch.reason
     assert metric.detail["wait_s"] == pytest.approx(1.0) and metric.detail["wall_s"] == pytest.approx(2.0)
 
 
 def test_no_fetch_times_is_unavailable_with_a_reason() -> None:
-    [metric] = DataWaitProbe().metrics(WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1))
-    assert metric.value is None and "fetch" in metric.reason
+    for metric in DataWaitProbe().metrics(WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)):
+        assert metric.value is None and "fetch" in metric.reason
+
+
+def test_epoch_start_fetches_are_their_own_samples() -> None:
+    timings = WindowTimings(start_s=0.0, end_s=1.0, steps=3, batch_size=1, fetch_s=[0.1, 0.01, 0.2],
+                            epoch_fetch_ms=[100.0, 200.0])
+    epoch = DataWaitProbe().metrics(timings)[0]
+    assert epoch.name == "epoch_fetch_ms" and epoch.value == 150.0 and epoch.detail["epochs_started"] == 2
 
 
 @pytest.mark.slow
