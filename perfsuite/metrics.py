@@ -184,3 +184,26 @@ _builtin(
     MetricSpec("peak_rss_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.25),
     MetricSpec("label_violations", "violations", "exact", "lower", "misaligned targets", "labels"),
 )
+
+
+KIND_RULES = {
+    "exact": "exact, both ways", "flag": "exact", "fraction": "exact", "label": "any change fails",
+    "timing": "raw per-step samples, statistically", "noisy": "within a tolerance, else inconclusive",
+}
+
+
+def render_table() -> str:
+    """The README's metrics table, generated from the registry (tests check README holds this text)."""
+    lines = ["| metric | unit | kind: how it is compared | better | family (messages) | probe | what |",
+             "|---|---|---|---|---|---|---|"]
+    for s in all_specs():
+        rule = KIND_RULES[s.kind] if s.compared else "shown, judged through step_ms"
+        if s.kind == "noisy" and s.compared:
+            rule += f" (±{s.tolerance:g}" + ("" if s.abs_tol else " relative") + ")"
+        if s.kind == "timing" and s.rule == "shares":
+            rule += f", a rise ≥ {s.tolerance:g} and p < α"
+        elif s.kind == "timing":
+            rule += f", factor {s.factor:g}" if s.factor else ", the session's factor"
+        lines.append(f"| `{s.name}` | {s.unit or '-'} | {s.kind}: {rule} | {s.better or '-'} | {s.family} | "
+                     f"`{s.probe}` | {s.description or '-'} |")
+    return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from perfsuite_pytester import read_json, run
 pytest_plugins = ["pytester"]
 
 
-def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(project):
+def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(project, monkeypatch):
     project.makepyfile("""
         import pytest
 
@@ -19,6 +19,8 @@ def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(
             perf_run("plugin_tiny", aug="none", num_workers=0)
             perf_run("plugin_tiny", aug="cpu", num_workers=0, label="cpu-aug")
     """)
+    # pytest-benchmark writes no JSON from an xdist worker (it reads PYTEST_XDIST_WORKER); the inner session is none.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     run(project, "--benchmark-json", "bench.json").assert_outcomes(passed=1)
     [bench] = read_json(project.path / "bench.json")["benchmarks"]
     assert bench["name"] == "test_loader" and bench["group"] == "perfsuite:plugin_tiny"

@@ -153,3 +153,20 @@ def test_cuda_counts_real_syncs_including_explicit_synchronize() -> None:
     metric = probe.metrics(TIMINGS)[0]
     assert metric.value == 2.0
     assert any(s["op"] == "Tensor.item" and s["per_step"] == 1.0 for s in metric.detail["sites"])
+
+
+def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
+    """print(loss) formats the tensor, which reads it back: seen although torch reads it with modes off."""
+    import io
+
+    loss = torch.tensor(1.5)
+
+    def step() -> None:
+        print(loss, file=io.StringIO())  # planted: print
+        f"{loss:.3f}"  # planted: format
+
+    metric = _observe(SyncProbe(), step, steps=2)
+    assert metric.value == 2.0
+    sites = {(s["op"], s["site"].rsplit(":", 1)[1]) for s in metric.detail["sites"]}
+    assert sites == {("Tensor.__repr__", str(_line_of("# planted: print"))),
+                     ("Tensor.__format__", str(_line_of("# planted: format")))}
