@@ -196,15 +196,14 @@ def _compile_time(knobs: Mapping[str, Any], result: Result) -> list[str]:
 
 
 def _bytes(knobs: Mapping[str, Any], result: Result) -> list[str]:
-    """Which dtypes cross to the device: int64 targets or float64 inputs multiply the bytes."""
+    """Which dtypes cross to the device now, largest first: int64 targets or float64 inputs multiply the bytes."""
     by = result.metric("h2d_bytes_per_step").detail.get("by") or {}
     out = []
-    if by.get("int64"):
-        out.append("int64 tensors copied to the device (masks or labels shipped as int64 instead of uint8?)")
-    if by.get("float64"):
-        out.append("float64 tensors copied to the device (inputs built as float64?)")
-    if by.get("float32") and by.get("uint8") is None:
-        out.append("float32 images copied (convert uint8 to float on the device)")
+    if by:
+        out.append("bytes by dtype now: " + ", ".join(f"{k} {v:g}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])))
+    wide = [d for d in ("float64", "int64") if by.get(d)]
+    if wide:
+        out.append(f"{'/'.join(wide)} tensors cross to the device: ship uint8 (images, masks) and convert on the device")
     return out
 
 
