@@ -92,6 +92,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--perfsuite-png", metavar="FILE", help="write a chart of baseline ratios (needs matplotlib)")
     add("--perfsuite-inject", action="append", metavar="FAULT",
         help="inject a known fault (perfsuite.faults) into every run's knobs or step code; repeatable")
+    add("--perfsuite-worker-gpus", metavar="LIST", default=None,
+        help="under pytest-xdist, the GPU of worker k (CUDA_VISIBLE_DEVICES): auto (the k-th visible GPU), "
+             "a list such as 0,1,2,3, or off. Default: auto")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -109,6 +112,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
                                 "injected fault as the baseline; drop one of them")
     config.stash[STATE] = PerfState(resolved)
+    from perfsuite import xdist
+
+    try:
+        gpus = opt("--perfsuite-worker-gpus") or xdist.WORKER_GPUS_DEFAULT
+        xdist.check_worker_gpus(config, gpus)
+        xdist.assign_worker_gpu(config, gpus)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -279,7 +290,14 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write the report files that were asked for."""
     state = session.config.stash.get(STATE, None)
-    if state is None or not state.judged:
+    if state is None:
+        return
+    from perfsuite import xdist
+
+    if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
+        xdist.send_to_controller(session.config, state._session)
+        return
+    if not state.judged:
         return
     s, perf = state.settings, state.session
     from perfsuite import report
@@ -296,6 +314,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.reports.append(f"wrote {s.png}")
         except ImportError:
             state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: gather a finished worker's Results and verdicts (see perfsuite.xdist)."""
+    state = node.config.stash.get(STATE, None)
+    if state is None:
+        return
+    from perfsuite import xdist
+
+    part = xdist.worker_part(getattr(node, "workeroutput", None))
+    if part is not None and xdist.has_content(part):
+        xdist.merge_worker_part(state.session, part)
+    elif part is None and error:
+        state.session.problems.append(f"xdist worker {node.gateway.id} went down before sending its perfsuite "
+                                      f"results ({error}); its tests are missing from the report")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
