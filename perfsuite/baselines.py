@@ -18,11 +18,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite import tmpfiles
 from perfsuite.errors import BaselineError, ResultError
 from perfsuite.results import Fingerprint, Result, parse_json
 
@@ -104,9 +104,9 @@ class BaselineStore:
         if path.exists() and not overwrite:
             raise _exists_error(path, test_id)
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmpfiles.sweep(path.parent)  # temporaries of saves that were killed
         payload = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id, "result": result.to_dict()}
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        tmp = Path(tmp_name)
+        fd, tmp = tmpfiles.make_temp_file(path.parent, path.stem, suffix=".tmp")  # with the umask's mode
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(payload, fh, indent=2)

@@ -26,6 +26,10 @@ class WorkloadError(PerfsuiteError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class DatasetError(PerfsuiteError):
+    """A generated dataset in the cache that cannot be read or put in place; the message names the file."""
+
+
 class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 
