@@ -108,6 +108,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                         config.invocation_params.dir)
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
+    try:
+        settings_mod.check_output_paths(resolved)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
     if resolved.save and resolved.inject:
         raise pytest.UsageError("perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
                                 "injected fault as the baseline; drop one of them")
