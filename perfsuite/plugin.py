@@ -236,6 +236,8 @@ class PerfRun:
         changes it fails loudly there.
         """
         bench = self._benchmark
+        if bench is None:  # pytest-benchmark is not active
+            return
         bench.group = bench.group or f"perfsuite:{result.workload}"
         bench.extra_info.setdefault("perfsuite", {})[result_id] = benchmark_info(result)
         if first and bench.enabled and not getattr(bench, "_mode", None):
@@ -257,8 +259,13 @@ def benchmark_info(result: Result) -> dict[str, Any]:
 
 
 @pytest.fixture
-def perf_run(request: pytest.FixtureRequest, benchmark: Any) -> PerfRun:
-    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options."""
+def perf_run(request: pytest.FixtureRequest) -> PerfRun:
+    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options.
+
+    With pytest-benchmark active, Results also go into its ``benchmark`` fixture; without it
+    (not installed, or ``-p no:benchmark``) perfsuite runs and judges just the same.
+    """
+    benchmark = request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
     return PerfRun(request.config.stash[STATE], request.node, benchmark)
 
 
@@ -280,7 +287,8 @@ def pytest_runtest_call(item: pytest.Item):
                         pytrace=False)
         return outcome
     judgement = state.session.judge(records, bounds, item.name, item.nodeid)
-    bench = item.funcargs.get("benchmark") if hasattr(item, "funcargs") else None
+    funcargs = getattr(item, "funcargs", {})
+    bench = getattr(funcargs.get("perf_run"), "_benchmark", None) or funcargs.get("benchmark")
     if bench is not None:
         bench.extra_info["perfsuite_verdicts"] = [v.to_dict() for v in judgement.verdicts]
     if judgement.failures:

@@ -1,8 +1,9 @@
-"""Checks at start-up rather than after every test has run."""
+"""Checks at start-up rather than after every test has run; perfsuite without pytest-benchmark."""
 
 from __future__ import annotations
 
 import pytest
+from perfsuite_pytester import read_json, run
 
 pytest_plugins = ["pytester"]
 
@@ -26,3 +27,16 @@ def test_an_unwritable_report_path_is_a_usage_error_before_any_test_runs(pyteste
     assert out.ret == pytest.ExitCode.USAGE_ERROR  # was: every test ran, then sessionfinish crashed
     out.stderr.fnmatch_lines([f"ERROR: perfsuite: {message}"])
     assert "test_nothing" not in out.stdout.str()
+
+
+def test_perf_tests_run_and_are_judged_without_pytest_benchmark(project):
+    project.makepyfile("""
+        import pytest
+
+        @pytest.mark.perf(max_syncs_per_step=0)
+        def test_loader(perf_run):
+            perf_run("plugin_tiny", aug="none", num_workers=0)
+    """)
+    out = run(project, "-p", "no:benchmark", "--perfsuite-report-json", "v.json")
+    out.assert_outcomes(passed=1)
+    assert [v["outcome"] for v in read_json(project.path / "v.json")] == ["pass"]
