@@ -2,7 +2,7 @@
 
 Kept apart from plugin.py so the precedence rules, the per-machine thresholds
 and the fault hook can be read and tested without pytest. Importing this is
-cheap (tomllib and the standard library only): it runs on ``pytest --help``.
+cheap (tomllib, or tomli on Python 3.10, and the standard library only): it runs on ``pytest --help``.
 
 ``[tool.perfsuite]`` keys are the option names without the ``--perfsuite-``
 prefix and with ``_`` for ``-`` (``scale``, ``device``, ``steps``,
@@ -20,13 +20,18 @@ class::
 from __future__ import annotations
 
 import fnmatch
-import tomllib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.errors import PerfsuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     from perfsuite.knobs import Knobs
