@@ -226,7 +226,7 @@ def _find_iterator(obj: Any, depth: int) -> Any:
     return None
 
 
-class _Expired(Exception):  # noqa: N818 - internal: raised asynchronously, turned into RunTimeout
+class _Expired(Exception):
     """Raised into a non-main thread by the timer; the phase turns it into RunTimeout."""
 
 
