@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from perfsuite.errors import PerfsuiteError
 
@@ -24,6 +25,17 @@ def _amp(value: str) -> Any:
     return value
 
 
+def _seed(text: str) -> int:
+    """A dataset/model seed: an integer >= 0 (NumPy's SeedSequence refuses negatives with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed: write an integer >= 0, e.g. --seed 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed: seeds are integers >= 0; write e.g. --seed 0")
+    return value
+
+
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a workload name (see `perfsuite list`)")
     p.add_argument("--scale", default="smoke", help="smoke (seconds on a CPU) or full (the seed's sizes)")
@@ -34,7 +46,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=20, help="measured steps")
     p.add_argument("--warmup", type=int, default=3, help="warm-up steps, excluded from all metrics")
     p.add_argument("--observe-steps", type=int, default=4, help="steps watched by the sync/AMP probes")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="dataset and model seed, an integer >= 0")
     p.add_argument("--cache-dir", default=None, help="where datasets are generated (default: $PERFSUITE_CACHE "
                    "or ~/.cache/perfsuite)")
     loader = p.add_argument_group("loader knobs")
