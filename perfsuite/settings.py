@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfsuite import options
 from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
@@ -36,25 +37,13 @@ else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
 if TYPE_CHECKING:
     from perfsuite.knobs import Knobs
 
-SCALES = ("smoke", "full")
-# (steps, warmup, observe_steps) per scale when neither the command line, the call nor pyproject says.
-# Smoke fits the whole reference suite into a few minutes on 2 CPU cores and still gives the timing
-# verdict the 5 samples it needs; full gives it enough samples for small effects on a GPU. One
-# observed step suffices: the counts it feeds (syncs, dtypes) are exact per step.
-RUN_LENGTHS = {"smoke": (6, 1, 1), "full": (60, 10, 4)}
-# Keep in step with perfsuite.verdicts (not imported here: it pulls in numpy on `pytest --help`).
-DEFAULT_FACTOR = 1.05
-DEFAULT_ALPHA = 0.01
-
-# Keys accepted in [tool.perfsuite], with the type each must have.
-_KEYS: dict[str, tuple[type, ...]] = {
-    "scale": (str,), "device": (str,), "steps": (int,), "warmup": (int,), "observe_steps": (int,),
-    "baselines": (str,), "factor": (int, float), "alpha": (int, float), "force": (bool,),
-    "report_md": (str,), "report_json": (str,), "png": (str,), "inject": (str, list),
-    "thresholds": (dict,),
-}
-_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list",
-               dict: "a table"}
+# The option table (perfsuite/options.py) is the one source of names, types, defaults and run lengths.
+SCALES = options.SCALES
+RUN_LENGTHS = options.RUN_LENGTHS
+DEFAULT_FACTOR = options.DEFAULT_FACTOR
+DEFAULT_ALPHA = options.DEFAULT_ALPHA
+_KEYS = options.pyproject_keys()
+_KIND_NAMES = options.KIND_NAMES
 
 
 @dataclass(frozen=True)
@@ -77,19 +66,27 @@ class Settings:
     png: Path | None = None
     inject: tuple[str, ...] = ()
     thresholds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    worker_gpus: str = "auto"
+    loader_timeout: float = options.DEFAULT_LOADER_TIMEOUT_S
+    deadline_warmup: float = options.DEFAULT_DEADLINE_WARMUP_S
+    deadline_floor: float = options.DEFAULT_DEADLINE_FLOOR_S
+    deadline_factor: float = options.DEFAULT_DEADLINE_FACTOR
 
     def run_lengths(self, steps: int | None = None, warmup: int | None = None) -> tuple[int, int, int]:
         """(steps, warmup, observe_steps): command line or pyproject, then the call's own, then the scale's."""
-        default = RUN_LENGTHS[self.scale]
-        return (
-            _first(self.steps, steps, default[0]),
-            _first(self.warmup, warmup, default[1]),
-            _first(self.observe_steps, None, default[2]),
+        return options.run_lengths(
+            self.scale,
+            self.steps if self.steps is not None else steps,
+            self.warmup if self.warmup is not None else warmup,
+            self.observe_steps,
         )
 
+    def watchdog_config(self) -> Any:
+        """The perfsuite.watchdog.WatchdogConfig these settings describe (for the runner)."""
+        from perfsuite.watchdog import WatchdogConfig
 
-def _first(*values: int | None) -> int:
-    return next(v for v in values if v is not None)
+        return WatchdogConfig(loader_timeout_s=self.loader_timeout, warmup_s=self.deadline_warmup,
+                              floor_s=self.deadline_floor, factor=self.deadline_factor)
 
 
 def read_pyproject(rootpath: Path) -> dict[str, Any]:
@@ -135,12 +132,16 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
     if scale not in SCALES:
         raise PerfsuiteError(f"scale={scale!r}; write --perfsuite-scale smoke or --perfsuite-scale full")
     device = pick("device", "auto")[0]
-    if device != "auto" and device.split(":")[0] not in ("cpu", "cuda"):
-        raise PerfsuiteError(f"device={device!r}; write --perfsuite-device auto, cpu, cuda or cuda:N")
-    for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0)):
-        value = pick(name)[0]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise PerfsuiteError(f"{name}={value!r} must be an integer >= {minimum}")
+    try:
+        options.check_device_name(device)
+    except PerfsuiteError:
+        raise PerfsuiteError(f"device={device!r}; write --perfsuite-device auto, cpu, cuda or cuda:N") from None
+    for o in options.OPTIONS:
+        value: Any = pick(o.name)[0]
+        if o.minimum is None or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < o.minimum:
+            raise PerfsuiteError(f"{o.name}={value!r} must be {options.KIND_NAMES[o.kind]} >= {o.minimum:g}")
     factor, alpha = float(pick("factor", DEFAULT_FACTOR)[0]), float(pick("alpha", DEFAULT_ALPHA)[0])
     if not factor > 1.0:
         raise PerfsuiteError(f"factor={factor} must be above 1; write e.g. --perfsuite-factor 1.05 for a 5% margin")
@@ -149,11 +150,14 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
     inject = pick("inject")[0] or ()
     return Settings(
         scale=scale, device=device, steps=pick("steps")[0], warmup=pick("warmup")[0],
-        observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines"),
+        observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines") or Path("baselines"),
         save=bool(cli.get("save")), compare=bool(cli.get("compare")), force=bool(pick("force", False)[0]),
         factor=factor, alpha=alpha, report_md=path("report_md"), report_json=path("report_json"),
         png=path("png"), inject=(inject,) if isinstance(inject, str) else tuple(inject),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
+        worker_gpus=str(pick("worker_gpus", "auto")[0]),
+        **{name: float(pick(name, options.BY_NAME[name].default)[0])
+           for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")},
     )
 
 
