@@ -54,13 +54,14 @@ class PerfState:
     def device(self) -> str:
         """The session's device; ``auto`` is CUDA when torch sees one, else the CPU."""
         if self._device is None:
-            import torch
+            from perfsuite.errors import DeviceError
+            from perfsuite.options import resolve_device
 
-            wanted, cuda = self.settings.device, torch.cuda.is_available()
-            if wanted.startswith("cuda") and not cuda:
-                pytest.fail(f"perfsuite: --perfsuite-device {wanted} but torch sees no CUDA device "
-                            f"(torch {torch.__version__}); use --perfsuite-device cpu or auto", pytrace=False)
-            self._device = ("cuda" if cuda else "cpu") if wanted == "auto" else wanted
+            try:
+                self._device = resolve_device(self.settings.device)
+            except DeviceError:
+                pytest.fail(f"perfsuite: --perfsuite-device {self.settings.device} but torch sees no CUDA device; "
+                            "use --perfsuite-device cpu or auto", pytrace=False)
         return self._device
 
 
@@ -70,39 +71,17 @@ STATE = pytest.StashKey[PerfState]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("perfsuite", "perfsuite: performance regression tests for training input pipelines "
                                          "(defaults also from [tool.perfsuite] in pyproject.toml)")
-    add = group.addoption
-    add("--perfsuite-scale", choices=settings_mod.SCALES, help="workload sizes: smoke (CPU, seconds) or full "
-        "(the seeds' sizes, for a GPU). Default: smoke")
-    add("--perfsuite-device", metavar="DEVICE", help="auto, cpu, cuda or cuda:N. Default: auto (CUDA if present)")
-    add("--perfsuite-steps", type=int, metavar="N", help="measured steps per run, overriding every test's own")
-    add("--perfsuite-warmup", type=int, metavar="N", help="warm-up steps per run, overriding every test's own")
-    add("--perfsuite-save", action="store_true",
-        help="save each test's Results as this machine's baselines (replacing stored ones)")
-    add("--perfsuite-compare", action="store_true", help="compare each test's Results with its stored baseline; "
-        "a regression fails the test, a missing baseline is reported as new")
-    add("--perfsuite-baselines", metavar="DIR", help="baseline directory. Default: baselines/ at the rootdir")
-    add("--perfsuite-force", action="store_true", default=None,
-        help="compare with baselines recorded on another machine fingerprint")
-    add("--perfsuite-factor", type=float, metavar="X", help=f"timing change needed before a comparison "
-        f"counts (default {settings_mod.DEFAULT_FACTOR})")
-    add("--perfsuite-alpha", type=float, metavar="P",
-        help=f"significance level of timing comparisons (default {settings_mod.DEFAULT_ALPHA})")
-    add("--perfsuite-report-md", metavar="FILE", help="write the verdicts as markdown (for PR comments)")
-    add("--perfsuite-report-json", metavar="FILE", help="write the verdicts as JSON")
-    add("--perfsuite-png", metavar="FILE", help="write a chart of baseline ratios (needs matplotlib)")
-    add("--perfsuite-inject", action="append", metavar="FAULT",
-        help="inject a known fault (perfsuite.faults) into every run's knobs or step code; repeatable")
-    add("--perfsuite-worker-gpus", metavar="LIST", default=None,
-        help="under pytest-xdist, the GPU of worker k (CUDA_VISIBLE_DEVICES): auto (the k-th visible GPU), "
-             "a list such as 0,1,2,3, or off. Default: auto")
+    from perfsuite.options import add_pytest_options
+
+    add_pytest_options(group.addoption)  # every option, its help and default, from the one table
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     opt = config.getoption
-    cli = {name: opt(f"--perfsuite-{name.replace('_', '-')}") for name in (
-        "scale", "device", "steps", "warmup", "save", "compare", "baselines", "force", "factor", "alpha",
-        "report_md", "report_json", "png", "inject")}
+    from perfsuite.options import pytest_options
+
+    cli = {o.name: opt(o.flag) for o in pytest_options()}
     try:
         resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(config.rootpath), config.rootpath,
                                         config.invocation_params.dir)
@@ -119,7 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfsuite import xdist
 
     try:
-        gpus = opt("--perfsuite-worker-gpus") or xdist.WORKER_GPUS_DEFAULT
+        gpus = resolved.worker_gpus
         xdist.check_worker_gpus(config, gpus)
         xdist.assign_worker_gpu(config, gpus)
     except PerfsuiteError as exc:
