@@ -61,7 +61,11 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+# Three kinds in the inner loop; the rest are `slow` (two inner sessions each).
+FAST_CASES = ("binary", "number-for-object", "5000-digit-integer")
+
+
+@pytest.mark.parametrize("case", [c if c in FAST_CASES else pytest.param(c, marks=pytest.mark.slow) for c in CASES])
 def test_a_malformed_baseline_fails_its_test_naming_file_and_field_and_keeps_other_verdicts(project, case):
     corrupt, message = CASES[case]
     project.makepyfile(TEST)

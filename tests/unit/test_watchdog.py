@@ -76,6 +76,7 @@ def test_hung_worker_fails_on_the_loader_timeout_naming_the_worker_with_its_stac
     assert f"worker 0 (pid {pid})" in str(err) and "DataLoader timeout" in str(err)
     assert "block_forever_in_getitem" in err.stacks and "__getitem__" in err.stacks  # the worker's own stack
     assert "block_forever_in_getitem" in out.getvalue()  # also written out as it fired
+    it._workers[0].terminate()  # it never returns; shutting down would wait 5 s for it
     it._shutdown_workers()
 
 
