@@ -172,7 +172,7 @@ class PerfRun:
         it from the marker's thresholds. A knob this device cannot run
         (amp='fp16' on a CPU) skips the test with the reason.
         """
-        from perfsuite.errors import DeviceError
+        from perfsuite.errors import DeviceError, RunTimeout
         from perfsuite.knobs import Knobs
         from perfsuite.runner import RunSpec, run
         from perfsuite.session import Recorded
@@ -188,6 +188,8 @@ class PerfRun:
             result = run(spec, probes)
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
+        except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
+            pytest.fail(f"perfsuite: {exc}", pytrace=False)
         if s.inject:
             import dataclasses
 
