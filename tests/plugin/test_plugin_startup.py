@@ -45,7 +45,7 @@ def test_perf_tests_run_and_are_judged_without_pytest_benchmark(project):
 def test_a_run_that_times_out_fails_its_test_with_the_stacks_and_the_session_goes_on(project):
     project.makeconftest(
         project.path.joinpath("conftest.py").read_text()
-        + '''
+        + """
 
 import perfsuite.runner
 from perfsuite.errors import RunTimeout
@@ -62,7 +62,7 @@ def _hangs_once(spec, probes=None):
 
 
 perfsuite.runner.run = _hangs_once
-'''
+"""
     )
     project.makepyfile("""
         def test_hangs(perf_run):
@@ -73,6 +73,7 @@ perfsuite.runner.run = _hangs_once
     """)
     out = run(project, "-p", "no:benchmark")
     out.assert_outcomes(failed=1, passed=1)
-    out.stdout.fnmatch_lines(["*perfsuite: the window phase passed the deadline*worker 0 (pid 4242)*",
-                              "*line 9 in __getitem__*"])
+    out.stdout.fnmatch_lines(
+        ["*perfsuite: the window phase passed the deadline*worker 0 (pid 4242)*", "*line 9 in __getitem__*"]
+    )
     assert "Traceback" not in out.stdout.str()
