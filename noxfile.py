@@ -1,5 +1,5 @@
-"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s perf`
-(the reference suite), `nox -s baseline` (store this machine's baselines).
+"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff and
+mypy), `nox -s perf` (the reference suite), `nox -s baseline` (store this machine's baselines).
 
 On a CPU machine each session installs the CPU build torch==2.13.0, never the
 multi-GB CUDA build. On a GPU runner set PERFSUITE_SYSTEM_TORCH=1: the session's
@@ -16,6 +16,8 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 CPU_TORCH = "torch==2.13.0"
+# Pinned: a new ruff or mypy release adds rules, and CI must not turn red on its own.
+LINTERS = ("ruff==0.17.6", "mypy==2.4.1")
 SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 
@@ -33,6 +35,16 @@ def tests(session: nox.Session) -> None:
     install(session)
     session.run("pytest", "tests", "--ignore=tests/perf", *session.posargs,
                 env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")})
+
+
+@nox.session(venv_params=VENV_PARAMS)
+def lint(session: nox.Session) -> None:
+    """ruff (lint, then format check) over the repository and mypy over perfsuite/ (settings in pyproject.toml)."""
+    install(session)  # mypy reads torch's and numpy's own type information
+    session.install(*LINTERS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
 
 
 @nox.session(venv_params=VENV_PARAMS)

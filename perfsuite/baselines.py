@@ -18,15 +18,17 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite import tmpfiles
 from perfsuite.errors import BaselineError, ResultError
-from perfsuite.results import Fingerprint, Result
+from perfsuite.results import Fingerprint, Result, parse_json
 
 BASELINE_SCHEMA_VERSION = 1
+_RERECORD = ("delete it and re-record it with `pytest --perfsuite-save` (or `nox -s baseline`), which replaces "
+             "it")
 _SLUG_MAX = 100
 
 
@@ -52,14 +54,13 @@ class StoredBaseline:
 def read_baseline_file(path: Path) -> tuple[str, Result]:
     """Read one baseline file; BaselineError naming the file and the fault if it is not one."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {path} is not valid JSON ({exc}); delete it and re-record "
-                            "with `pytest --perfsuite-save` or `nox -s baseline`") from exc
+        data = parse_json(raw, f"baseline {path}")
+    except ResultError as exc:
+        raise BaselineError(f"{exc}; {_RERECORD}") from None
     return parse_baseline(data, path)
 
 
@@ -68,16 +69,23 @@ def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
     if not isinstance(data, dict) or "result" not in data or "test_id" not in data:
         raise BaselineError(f"baseline {path} is not a baseline file: expected a JSON object with "
                             "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`")
-    if data.get("schema_version") != BASELINE_SCHEMA_VERSION:
-        raise BaselineError(f"baseline {path} has schema_version={data.get('schema_version')!r}, this perfsuite "
-                            f"reads {BASELINE_SCHEMA_VERSION}; re-record it with `nox -s baseline`")
+    version = data.get("schema_version")
+    if isinstance(version, bool) or version != BASELINE_SCHEMA_VERSION:
+        raise BaselineError(f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
+                            f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}")
+    unknown = sorted(str(k) for k in data if k not in ("schema_version", "test_id", "result"))
+    if unknown:
+        raise BaselineError(f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
+                            f"holds only schema_version, test_id and result; {_RERECORD}")
     test_id = data["test_id"]
     if not isinstance(test_id, str) or not test_id:
-        raise BaselineError(f"baseline {path} has test_id={test_id!r}; it must be the pytest node id string")
+        raise BaselineError(f"baseline {path}: field 'test_id' is {test_id!r:.60}; it must be the pytest node id "
+                            f"string; {_RERECORD}")
     try:
         result = Result.from_dict(data["result"])
     except ResultError as exc:
-        raise BaselineError(f"baseline {path} holds an unreadable result: {exc}") from exc
+        message = str(exc).replace("field '", "field 'result.", 1)
+        raise BaselineError(f"baseline {path} holds an unreadable result: {message}; {_RERECORD}") from exc
     return test_id, result
 
 
@@ -96,9 +104,9 @@ class BaselineStore:
         if path.exists() and not overwrite:
             raise _exists_error(path, test_id)
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmpfiles.sweep(path.parent)  # temporaries of saves that were killed
         payload = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id, "result": result.to_dict()}
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        tmp = Path(tmp_name)
+        fd, tmp = tmpfiles.make_temp_file(path.parent, path.stem, suffix=".tmp")  # with the umask's mode
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(payload, fh, indent=2)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.knobs import Knobs
 
 
 def _amp(value: str) -> Any:
@@ -24,17 +28,26 @@ def _amp(value: str) -> Any:
     return value
 
 
+def _seed(text: str) -> int:
+    """A dataset/model seed: an integer >= 0 (NumPy's SeedSequence refuses negatives with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed: write an integer >= 0, e.g. --seed 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed: seeds are integers >= 0; write e.g. --seed 0")
+    return value
+
+
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    from perfsuite.options import add_cli_arguments
+
     p.add_argument("workload", help="a workload name (see `perfsuite list`)")
-    p.add_argument("--scale", default="smoke", help="smoke (seconds on a CPU) or full (the seed's sizes)")
+    add_cli_arguments(p)  # --scale, --device, --steps, --warmup, --observe-steps: the plugin's table and defaults
     p.add_argument("--aug", default="gpu", help="where augmentation runs: cpu | gpu | none (gpu = on --device)")
     p.add_argument("--cutmix", type=float, default=0.0, help="per-batch probability of paired CutMix")
     p.add_argument("--mixup", type=float, default=0.0, help="MixUp probability (refused for masks)")
-    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if available)")
-    p.add_argument("--steps", type=int, default=20, help="measured steps")
-    p.add_argument("--warmup", type=int, default=3, help="warm-up steps, excluded from all metrics")
-    p.add_argument("--observe-steps", type=int, default=4, help="steps watched by the sync/AMP probes")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="dataset and model seed, an integer >= 0")
     p.add_argument("--cache-dir", default=None, help="where datasets are generated (default: $PERFSUITE_CACHE "
                    "or ~/.cache/perfsuite)")
     loader = p.add_argument_group("loader knobs")
@@ -58,14 +71,12 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the Result as JSON")
 
 
-def knobs_from_args(args: argparse.Namespace) -> Any:
+def knobs_from_args(args: argparse.Namespace) -> Knobs:
     from perfsuite.knobs import FLAT_KNOBS, Knobs
+    from perfsuite.options import resolve_device
 
     flat = {name: getattr(args, name) for name in FLAT_KNOBS if hasattr(args, name)}
-    if args.device is None:
-        import torch
-
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    args.device = resolve_device(args.device)
     return Knobs.from_flat(**flat, device=args.device)
 
 
@@ -109,11 +120,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from perfsuite.options import run_lengths
     from perfsuite.runner import RunSpec, run
 
     knobs = knobs_from_args(args)
-    spec = RunSpec(args.workload, scale=args.scale, knobs=knobs, steps=args.steps, warmup=args.warmup,
-                   observe_steps=args.observe_steps, seed=args.seed,
+    steps, warmup, observe_steps = run_lengths(args.scale or "smoke", args.steps, args.warmup, args.observe_steps)
+    spec = RunSpec(args.workload, scale=args.scale or "smoke", knobs=knobs, steps=steps, warmup=warmup,
+                   observe_steps=observe_steps, seed=args.seed,
                    cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     result = run(spec)
     print(result.to_json() if args.json else format_run(result))

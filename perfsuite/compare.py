@@ -9,31 +9,26 @@ Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from perfsuite.baselines import parse_baseline
 from perfsuite.errors import PerfsuiteError, ResultError
-from perfsuite.results import Result
+from perfsuite.results import Result, read_json_file
 from perfsuite.verdicts import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict, compare_results
 
 
 def load_file(path: Path) -> tuple[str, Result]:
     """(test id, Result) from a baseline file or a bare Result file."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PerfsuiteError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ResultError(f"{path} is not valid JSON ({exc}); pass a baseline or Result JSON file") from exc
+    data = read_json_file(path, "file")
     if isinstance(data, dict) and "result" in data and "test_id" in data:
         return parse_baseline(data, path)
     try:
         return Path(path).stem, Result.from_dict(data)
     except ResultError as exc:
-        raise ResultError(f"{path}: {exc}") from exc
+        raise ResultError(f"{path}: {exc}; pass a Result (Result.to_json) or baseline JSON file") from exc
 
 
 def load_side(path: Path) -> dict[str, Result]:
@@ -105,7 +100,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare results from different fingerprints (machines) anyway")
 
 
-def run_compare(args: argparse.Namespace, out=None, err=None) -> int:
+def run_compare(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the compare command; 0 clean, 1 something regressed or failed, 2 bad input."""
     from perfsuite import report
 

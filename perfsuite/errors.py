@@ -26,6 +26,10 @@ class WorkloadError(PerfsuiteError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class DatasetError(PerfsuiteError):
+    """A generated dataset in the cache that cannot be read or put in place; the message names the file."""
+
+
 class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 
@@ -56,3 +60,20 @@ class BaselineError(PerfsuiteError):
 
 class FingerprintMismatch(BaselineError):
     """Comparing results from different machines without being asked to."""
+
+
+class RunTimeout(PerfsuiteError):
+    """A run phase (warm-up, observe, window) passed its deadline: a worker, ``__getitem__`` or step hangs.
+
+    ``phase`` names the phase, ``deadline_s`` the limit it passed, ``workers``
+    the pids of the DataLoader workers it was waiting on (empty without
+    workers), and ``stacks`` the Python stacks dumped when it fired.
+    """
+
+    def __init__(self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (),
+                 stacks: str = "") -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.deadline_s = deadline_s
+        self.workers = workers
+        self.stacks = stacks

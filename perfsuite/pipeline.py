@@ -16,9 +16,11 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 
 from perfsuite.errors import AugmentationError, KnobError
 from perfsuite.knobs import Knobs
+from perfsuite.watchdog import DEFAULT_LOADER_TIMEOUT_S, make_worker_init
 from perfsuite.workloads.data import ImageFileDataset, materialize
 from perfsuite.workloads.registry import Scale, Workload
 
@@ -35,18 +37,26 @@ def _seed_worker(worker_id: int) -> None:
     np.random.seed(torch.initial_seed() % 2**32)
 
 
-def build_loader(dataset: Any, knobs: Knobs, batch_size: int, seed: int, shuffle: bool = True) -> Any:
-    from torch.utils.data import DataLoader
+def build_loader(dataset: Any, knobs: Knobs, batch_size: int, seed: int, shuffle: bool = True,
+                 timeout_s: float | None = DEFAULT_LOADER_TIMEOUT_S) -> DataLoader[Any]:
+    """The DataLoader the knobs describe.
 
+    With workers, ``timeout_s`` becomes ``DataLoader(timeout=...)`` (None or 0:
+    none), so a worker that hangs fails the run instead of the session, and
+    each worker dumps its Python stacks on SIGUSR1 for perfsuite.watchdog.
+    """
     lk = knobs.loader
     extra: dict[str, Any] = {}
+    worker_init: Any = _seed_worker
     if lk.num_workers > 0:
         extra["persistent_workers"] = lk.persistent_workers
+        extra["timeout"] = float(timeout_s or 0.0)
+        worker_init = make_worker_init(_seed_worker)
         if lk.prefetch_factor is not None:
             extra["prefetch_factor"] = lk.prefetch_factor
     return DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle, num_workers=lk.num_workers, pin_memory=lk.pin_memory,
-        drop_last=lk.drop_last, generator=torch.Generator().manual_seed(seed), worker_init_fn=_seed_worker,
+        drop_last=lk.drop_last, generator=torch.Generator().manual_seed(seed), worker_init_fn=worker_init,
         **extra,
     )
 

@@ -54,13 +54,14 @@ class PerfState:
     def device(self) -> str:
         """The session's device; ``auto`` is CUDA when torch sees one, else the CPU."""
         if self._device is None:
-            import torch
+            from perfsuite.errors import DeviceError
+            from perfsuite.options import resolve_device
 
-            wanted, cuda = self.settings.device, torch.cuda.is_available()
-            if wanted.startswith("cuda") and not cuda:
-                pytest.fail(f"perfsuite: --perfsuite-device {wanted} but torch sees no CUDA device "
-                            f"(torch {torch.__version__}); use --perfsuite-device cpu or auto", pytrace=False)
-            self._device = ("cuda" if cuda else "cpu") if wanted == "auto" else wanted
+            try:
+                self._device = resolve_device(self.settings.device)
+            except DeviceError:
+                pytest.fail(f"perfsuite: --perfsuite-device {self.settings.device} but torch sees no CUDA device; "
+                            "use --perfsuite-device cpu or auto", pytrace=False)
         return self._device
 
 
@@ -70,41 +71,24 @@ STATE = pytest.StashKey[PerfState]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("perfsuite", "perfsuite: performance regression tests for training input pipelines "
                                          "(defaults also from [tool.perfsuite] in pyproject.toml)")
-    add = group.addoption
-    add("--perfsuite-scale", choices=settings_mod.SCALES, help="workload sizes: smoke (CPU, seconds) or full "
-        "(the seeds' sizes, for a GPU). Default: smoke")
-    add("--perfsuite-device", metavar="DEVICE", help="auto, cpu, cuda or cuda:N. Default: auto (CUDA if present)")
-    add("--perfsuite-steps", type=int, metavar="N", help="measured steps per run, overriding every test's own")
-    add("--perfsuite-warmup", type=int, metavar="N", help="warm-up steps per run, overriding every test's own")
-    add("--perfsuite-save", action="store_true",
-        help="save each test's Results as this machine's baselines (replacing stored ones)")
-    add("--perfsuite-compare", action="store_true", help="compare each test's Results with its stored baseline; "
-        "a regression fails the test, a missing baseline is reported as new")
-    add("--perfsuite-update-exact", action="store_true",
-        help="rewrite the committed exact values (baselines/exact/<device>__torch-<minor>.json) from this run")
-    add("--perfsuite-baselines", metavar="DIR", help="baseline directory. Default: baselines/ at the rootdir")
-    add("--perfsuite-force", action="store_true", default=None,
-        help="compare with baselines recorded on another machine fingerprint")
-    add("--perfsuite-factor", type=float, metavar="X", help=f"timing change needed before a comparison "
-        f"counts (default {settings_mod.DEFAULT_FACTOR})")
-    add("--perfsuite-alpha", type=float, metavar="P",
-        help=f"significance level of timing comparisons (default {settings_mod.DEFAULT_ALPHA})")
-    add("--perfsuite-report-md", metavar="FILE", help="write the verdicts as markdown (for PR comments)")
-    add("--perfsuite-report-json", metavar="FILE", help="write the verdicts as JSON")
-    add("--perfsuite-png", metavar="FILE", help="write a chart of baseline ratios (needs matplotlib)")
-    add("--perfsuite-inject", action="append", metavar="FAULT",
-        help="inject a known fault (perfsuite.faults) into every run's knobs or step code; repeatable")
+    from perfsuite.options import add_pytest_options
+
+    add_pytest_options(group.addoption)  # every option, its help and default, from the one table
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     opt = config.getoption
-    cli = {name: opt(f"--perfsuite-{name.replace('_', '-')}") for name in (
-        "scale", "device", "steps", "warmup", "save", "compare", "update_exact", "baselines", "force", "factor", "alpha",
-        "report_md", "report_json", "png", "inject")}
+    from perfsuite.options import pytest_options
+
+    cli = {o.name: opt(o.flag) for o in pytest_options()}
     try:
         resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(config.rootpath), config.rootpath,
                                         config.invocation_params.dir)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+    try:
+        settings_mod.check_output_paths(resolved)
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     if resolved.save and resolved.inject:
@@ -116,6 +100,14 @@ def pytest_configure(config: pytest.Config) -> None:
             "nothing could be compared; pass --perfsuite-baselines DIR with the committed baselines, or record "
             "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)")
     config.stash[STATE] = PerfState(resolved)
+    from perfsuite import xdist
+
+    try:
+        gpus = resolved.worker_gpus
+        xdist.check_worker_gpus(config, gpus)
+        xdist.assign_worker_gpu(config, gpus)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -185,7 +177,7 @@ class PerfRun:
         it from the marker's thresholds. A knob this device cannot run
         (amp='fp16' on a CPU) skips the test with the reason.
         """
-        from perfsuite.errors import DeviceError
+        from perfsuite.errors import DeviceError, RunTimeout
         from perfsuite.knobs import Knobs
         from perfsuite.runner import RunSpec, run
         from perfsuite.session import Recorded
@@ -201,6 +193,8 @@ class PerfRun:
             result = run(spec, probes)
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
+        except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
+            pytest.fail(f"perfsuite: {exc}", pytrace=False)
         if s.inject:
             import dataclasses
 
@@ -228,6 +222,8 @@ class PerfRun:
         changes it fails loudly there.
         """
         bench = self._benchmark
+        if bench is None:  # pytest-benchmark is not active
+            return
         bench.group = bench.group or f"perfsuite:{result.workload}"
         bench.extra_info.setdefault("perfsuite", {})[result_id] = benchmark_info(result)
         if first and bench.enabled and not getattr(bench, "_mode", None):
@@ -249,8 +245,13 @@ def benchmark_info(result: Result) -> dict[str, Any]:
 
 
 @pytest.fixture
-def perf_run(request: pytest.FixtureRequest, benchmark: Any) -> PerfRun:
-    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options."""
+def perf_run(request: pytest.FixtureRequest) -> PerfRun:
+    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options.
+
+    With pytest-benchmark active, Results also go into its ``benchmark`` fixture; without it
+    (not installed, or ``-p no:benchmark``) perfsuite runs and judges just the same.
+    """
+    benchmark = request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
     return PerfRun(request.config.stash[STATE], request.node, benchmark)
 
 
@@ -272,7 +273,8 @@ def pytest_runtest_call(item: pytest.Item):
                         pytrace=False)
         return outcome
     judgement = state.session.judge(records, bounds, item.name, item.nodeid)
-    bench = item.funcargs.get("benchmark") if hasattr(item, "funcargs") else None
+    funcargs = getattr(item, "funcargs", {})
+    bench = getattr(funcargs.get("perf_run"), "_benchmark", None) or funcargs.get("benchmark")
     if bench is not None:
         bench.extra_info["perfsuite_verdicts"] = [v.to_dict() for v in judgement.verdicts]
     if judgement.failures:
@@ -286,7 +288,14 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write the committed exact values if asked, and the report files that were asked for."""
     state = session.config.stash.get(STATE, None)
-    if state is None or not state.judged:
+    if state is None:
+        return
+    from perfsuite import xdist
+
+    if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
+        xdist.send_to_controller(session.config, state._session)
+        return
+    if not state.judged:
         return
     s, perf = state.settings, state.session
     from perfsuite import report
@@ -305,6 +314,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.reports.append(f"wrote {s.png}")
         except ImportError:
             state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: gather a finished worker's Results and verdicts (see perfsuite.xdist)."""
+    state = node.config.stash.get(STATE, None)
+    if state is None:
+        return
+    from perfsuite import xdist
+
+    part = xdist.worker_part(getattr(node, "workeroutput", None))
+    if part is not None and xdist.has_content(part):
+        xdist.merge_worker_part(state.session, part)
+    elif part is None and error:
+        state.session.problems.append(f"xdist worker {node.gateway.id} went down before sending its perfsuite "
+                                      f"results ({error}); its tests are missing from the report")
 
 
 @pytest.hookimpl(trylast=True)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from perfsuite import metrics as metric_specs
 from perfsuite.errors import ResultError
 
 SCHEMA_VERSION = 1
@@ -42,6 +43,9 @@ class Metric:
             raise ResultError(f"metric {self.name!r} is unavailable but gives no reason; pass reason='...'")
         if isinstance(self.value, float) and math.isnan(self.value):
             raise ResultError(f"metric {self.name!r} is NaN; report it unavailable with a reason instead")
+        if isinstance(self.value, float) and math.isinf(self.value):
+            raise ResultError(f"metric {self.name!r} is {self.value}; a measurement is finite: report it "
+                              "unavailable with a reason instead")
 
     @property
     def available(self) -> bool:
@@ -55,9 +59,31 @@ class Metric:
         return {"value": self.value, "unit": self.unit, "reason": self.reason, "detail": self.detail}
 
     @classmethod
-    def from_dict(cls, name: str, data: dict[str, Any]) -> Metric:
-        return cls(name=name, value=data.get("value"), unit=data.get("unit", ""),
-                   reason=data.get("reason"), detail=data.get("detail") or {})
+    def from_dict(cls, name: str, data: Any, field_path: str | None = None) -> Metric:
+        """A Metric from its JSON object; ResultError naming the field (``metrics.<name>.value``) if malformed."""
+        where = field_path or f"metrics.{name}"
+        _need(isinstance(data, dict), where, data, "an object with 'value', 'unit', 'reason' and 'detail'")
+        _no_unknown(data, ("value", "unit", "reason", "detail"), where)
+        value = data.get("value")
+        spec = metric_specs.find(name)
+        kind = spec.kind if spec else None
+        if kind == "flag":
+            _need(value is None or isinstance(value, bool), f"{where}.value", value, "true, false or null")
+        elif kind == "label" or (kind is None and isinstance(value, (str, bool))):
+            _need(value is None or isinstance(value, (str, bool)), f"{where}.value", value, "a string or null")
+        elif value is not None:
+            value = _number(value, f"{where}.value")
+            if kind == "exact":
+                _need(value >= 0, f"{where}.value", value, "a count >= 0")
+        unit = data.get("unit", "")
+        _need(isinstance(unit, str), f"{where}.unit", unit, "a string")
+        reason = data.get("reason")
+        _need(reason is None or isinstance(reason, str), f"{where}.reason", reason, "a string or null")
+        _need(value is not None or bool(reason), f"{where}.reason", reason,
+              "a non-empty string saying why the metric is unavailable (its value is null)")
+        detail = data.get("detail") or {}
+        _need(isinstance(detail, dict), f"{where}.detail", detail, "an object")
+        return cls(name=name, value=value, unit=unit, reason=reason, detail=detail)
 
 
 def _slug(text: str) -> str:
@@ -189,32 +215,157 @@ class Result:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Result:
-        if not isinstance(data, dict):
-            raise ResultError(f"a result is a JSON object, not {type(data).__name__}")
+    def from_dict(cls, data: Any) -> Result:
+        """A Result from its JSON object. Every field is checked: a malformed one is a ResultError naming it
+        (``metrics.step_ms.value``, ``samples.step_ms[3]``) and saying what it must be."""
+        _need(isinstance(data, dict), "(top level)", data, "a JSON object (a Result as Result.to_json writes it)")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if isinstance(version, bool) or version != SCHEMA_VERSION:
             raise ResultError(
-                f"result schema_version={version!r} but this perfsuite reads {SCHEMA_VERSION}; "
+                f"result schema_version={_show(version)} but this perfsuite reads {SCHEMA_VERSION}; "
                 "re-save it with this version (nox -s baseline)"
             )
-        try:
-            return cls(
-                workload=data["workload"], scale=data["scale"], knobs=dict(data["knobs"]),
-                metrics={n: Metric.from_dict(n, m) for n, m in data["metrics"].items()},
-                samples={k: [float(x) for x in v] for k, v in data["samples"].items()},
-                fingerprint=Fingerprint(**data["fingerprint"]), batch_size=int(data["batch_size"]),
-                steps=int(data["steps"]), warmup=int(data["warmup"]), notes=tuple(data.get("notes", ())),
-                timeline={k: [float(x) for x in v] for k, v in data.get("timeline", {}).items()},
-                created=data["created"], schema_version=version,
-            )
-        except (KeyError, TypeError) as exc:
-            raise ResultError(f"result is missing or has a malformed field: {exc}") from exc
+        _no_unknown(data, _RESULT_FIELDS, "(top level)")
+        for name in ("workload", "scale", "created", "knobs", "metrics", "samples", "fingerprint", "batch_size",
+                     "steps", "warmup"):
+            _need(name in data, name, _MISSING, "present")
+        knobs = data["knobs"]
+        _need(isinstance(knobs, dict), "knobs", knobs, "an object of knob name -> value")
+        for key, value in knobs.items():
+            _need(value is None or isinstance(value, (str, bool, int, float)), f"knobs.{key}", value,
+                  "a string, number, true/false or null")
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                _number(value, f"knobs.{key}")
+        metrics = data["metrics"]
+        _need(isinstance(metrics, dict), "metrics", metrics, "an object of metric name -> {value, unit, ...}")
+        notes = data.get("notes", [])
+        _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", notes,
+              "a list of strings")
+        return cls(
+            workload=_text(data["workload"], "workload"), scale=_text(data["scale"], "scale"), knobs=dict(knobs),
+            metrics={n: Metric.from_dict(n, m) for n, m in metrics.items()},
+            samples=_series(data["samples"], "samples"),
+            fingerprint=_fingerprint(data["fingerprint"]),
+            batch_size=_count(data["batch_size"], "batch_size", 1), steps=_count(data["steps"], "steps", 1),
+            warmup=_count(data["warmup"], "warmup", 0), notes=tuple(notes),
+            timeline=_series(data.get("timeline", {}), "timeline"),
+            created=_text(data["created"], "created"), schema_version=version,
+        )
 
     @classmethod
-    def from_json(cls, text: str) -> Result:
+    def from_json(cls, text: str | bytes) -> Result:
+        return cls.from_dict(parse_json(text, "result"))
+
+
+# ------------------------------------------------------------------------------------- reading JSON strictly
+
+# What a metric's value may be follows its declared kind (perfsuite.metrics): flags are true/false, labels
+# strings, exact counts finite numbers >= 0, the rest finite numbers; an undeclared metric may be any of them.
+_RESULT_FIELDS = ("schema_version", "workload", "scale", "created", "batch_size", "steps", "warmup", "knobs",
+                  "metrics", "samples", "timeline", "notes", "fingerprint")
+_INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
+_MISSING = object()
+
+
+def parse_json(text: str | bytes, what: str) -> Any:
+    """Decode JSON strictly: UTF-8 only, no NaN/Infinity tokens; a ResultError saying what ``what`` is otherwise."""
+    if isinstance(text, bytes):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ResultError(f"result is not valid JSON: {exc}") from exc
-        return cls.from_dict(data)
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ResultError(f"{what} is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x}): is it a "
+                              "JSON file at all? pass a Result or baseline JSON file") from None
+
+    def refuse(token: str) -> Any:
+        raise ValueError(f"{token} is not a JSON number; write null, or leave the sample out")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except RecursionError:
+        raise ResultError(f"{what} is nested too deeply to be a Result or baseline") from None
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers of more than 4300 digits
+        raise ResultError(f"{what} is not valid JSON ({exc})") from None
+
+
+def read_json_file(path: Any, what: str = "result file") -> Any:
+    """Read and strictly decode one JSON file; ResultError naming the file if it cannot be."""
+    from pathlib import Path
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ResultError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    try:
+        return parse_json(raw, f"{what} {path}")
+    except ResultError as exc:
+        raise ResultError(f"{exc}; pass a Result or baseline JSON file") from None
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "missing"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
+        return f"an integer of {len(str(abs(value))) if abs(value) < 10**4000 else 'thousands of'} digits"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), type(value).__name__)
+    return f"{text} ({kind})"
+
+
+def _need(ok: bool, where: str, value: Any, what: str) -> None:
+    if not ok:
+        raise ResultError(f"field {where!r} is {_show(value)}; it must be {what}")
+
+
+def _no_unknown(data: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ResultError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}; known fields: "
+                          f"{', '.join(known)}")
+
+
+def _number(value: Any, where: str) -> float | int:
+    _need(isinstance(value, (int, float)) and not isinstance(value, bool), where, value, "a number")
+    if isinstance(value, int):
+        _need(abs(value) < _INT_LIMIT, where, value, f"a number below {_INT_LIMIT:.3g}")
+        return value
+    _need(math.isfinite(value), where, value, "a finite number")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    _need(isinstance(value, str) and bool(value), where, value, "a non-empty string")
+    return str(value)
+
+
+def _count(value: Any, where: str, minimum: int) -> int:
+    _need(isinstance(value, int) and not isinstance(value, bool) and minimum <= value < _INT_LIMIT, where, value,
+          f"an integer >= {minimum}")
+    return int(value)
+
+
+def _series(value: Any, where: str) -> dict[str, list[float]]:
+    _need(isinstance(value, dict), where, value, "an object of name -> list of numbers")
+    out: dict[str, list[float]] = {}
+    for name, xs in value.items():
+        _need(isinstance(xs, list), f"{where}.{name}", xs, "a list of numbers")
+        out[name] = [float(_number(x, f"{where}.{name}[{i}]")) for i, x in enumerate(xs)]
+    return out
+
+
+def _fingerprint(value: Any) -> Fingerprint:
+    from dataclasses import fields
+
+    _need(isinstance(value, dict), "fingerprint", value, "an object (Fingerprint.collect's fields)")
+    specs = {f.name: f.type for f in fields(Fingerprint)}
+    _no_unknown(value, tuple(specs), "fingerprint")
+    for name, kind in specs.items():
+        got = value.get(name, _MISSING)
+        if "int" in str(kind):
+            _count(got, f"fingerprint.{name}", 0)
+        elif "None" in str(kind):
+            _need(got is None or isinstance(got, str), f"fingerprint.{name}", got, "a string or null")
+        else:
+            _need(isinstance(got, str), f"fingerprint.{name}", got, "a string")
+    return Fingerprint(**value)

@@ -98,23 +98,25 @@ class PerfSession:
     def judge(self, records: list[Recorded], marker_bounds: Mapping[str, Any], test_name: str,
               nodeid: str) -> Judgement:
         out = Judgement()
-        for rec in records:
-            self.results[rec.result_id] = rec.result
-            if rec.check:
-                self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
-            if self.settings.compare:
-                self._check_exact(rec, out)
-                self._compare(rec, out)
-            if self.settings.update_exact:
-                try:
-                    self.exact_store(rec.result).record(rec.result_id, exact_values(rec.result))
-                except BaselineError as exc:
-                    self._problem(out, f"baseline error: {exc}")
-            if self.settings.save:
-                path = self.store.save(rec.result, rec.result_id, overwrite=True)
-                out.saved.append(path)
-                self.saved.append(path)
-        self.verdicts += out.verdicts
+        try:
+            for rec in records:
+                self.results[rec.result_id] = rec.result
+                if rec.check:
+                    self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
+                if self.settings.compare:
+                    self._check_exact(rec, out)
+                    self._compare(rec, out)
+                if self.settings.update_exact:
+                    try:
+                        self.exact_store(rec.result).record(rec.result_id, exact_values(rec.result))
+                    except BaselineError as exc:
+                        self._problem(out, f"baseline error: {exc}")
+                if self.settings.save:
+                    path = self.store.save(rec.result, rec.result_id, overwrite=True)
+                    out.saved.append(path)
+                    self.saved.append(path)
+        finally:  # whatever goes wrong with one record, the verdicts reached so far stay in the report
+            self.verdicts += out.verdicts
         return out
 
     def _thresholds(self, rec: Recorded, bounds: Mapping[str, Any], out: Judgement) -> None:
@@ -176,7 +178,8 @@ class PerfSession:
             self._problem(out, f"comparison refused: {exc}")
             return
         except BaselineError as exc:
-            self._problem(out, f"baseline error: {exc}")
+            replaced = " (--perfsuite-save replaces it with this run's result)" if s.save else ""
+            self._problem(out, f"baseline error: {exc}{replaced}")
             return
         for verdict in verdicts:
             if verdict.outcome is Outcome.UNAVAILABLE and not base.metric(verdict.metric).available:

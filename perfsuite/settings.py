@@ -2,7 +2,7 @@
 
 Kept apart from plugin.py so the precedence rules, the per-machine thresholds
 and the fault hook can be read and tested without pytest. Importing this is
-cheap (tomllib and the standard library only): it runs on ``pytest --help``.
+cheap (tomllib, or tomli on Python 3.10, and the standard library only): it runs on ``pytest --help``.
 
 ``[tool.perfsuite]`` keys are the option names without the ``--perfsuite-``
 prefix and with ``_`` for ``-`` (``scale``, ``device``, ``steps``,
@@ -20,36 +20,30 @@ class::
 from __future__ import annotations
 
 import fnmatch
-import tomllib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfsuite import options
 from perfsuite.errors import PerfsuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     from perfsuite.knobs import Knobs
 
-SCALES = ("smoke", "full")
-# (steps, warmup, observe_steps) per scale when neither the command line, the call nor pyproject says.
-# Smoke fits the whole reference suite into a few minutes on 2 CPU cores and still gives the timing
-# verdict the 5 samples it needs; full gives it enough samples for small effects on a GPU. One
-# observed step suffices: the counts it feeds (syncs, dtypes) are exact per step.
-RUN_LENGTHS = {"smoke": (6, 1, 1), "full": (60, 10, 4)}
-# Keep in step with perfsuite.verdicts (not imported here: it pulls in numpy on `pytest --help`).
-DEFAULT_FACTOR = 1.05
-DEFAULT_ALPHA = 0.01
-
-# Keys accepted in [tool.perfsuite], with the type each must have.
-_KEYS: dict[str, tuple[type, ...]] = {
-    "scale": (str,), "device": (str,), "steps": (int,), "warmup": (int,), "observe_steps": (int,),
-    "baselines": (str,), "factor": (int, float), "alpha": (int, float), "force": (bool,),
-    "report_md": (str,), "report_json": (str,), "png": (str,), "inject": (str, list),
-    "thresholds": (dict,),
-}
-_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list",
-               dict: "a table"}
+# The option table (perfsuite/options.py) is the one source of names, types, defaults and run lengths.
+SCALES = options.SCALES
+RUN_LENGTHS = options.RUN_LENGTHS
+DEFAULT_FACTOR = options.DEFAULT_FACTOR
+DEFAULT_ALPHA = options.DEFAULT_ALPHA
+_KEYS = options.pyproject_keys()
+_KIND_NAMES = options.KIND_NAMES
 
 
 @dataclass(frozen=True)
@@ -73,19 +67,27 @@ class Settings:
     png: Path | None = None
     inject: tuple[str, ...] = ()
     thresholds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    worker_gpus: str = "auto"
+    loader_timeout: float = options.DEFAULT_LOADER_TIMEOUT_S
+    deadline_warmup: float = options.DEFAULT_DEADLINE_WARMUP_S
+    deadline_floor: float = options.DEFAULT_DEADLINE_FLOOR_S
+    deadline_factor: float = options.DEFAULT_DEADLINE_FACTOR
 
     def run_lengths(self, steps: int | None = None, warmup: int | None = None) -> tuple[int, int, int]:
         """(steps, warmup, observe_steps): command line or pyproject, then the call's own, then the scale's."""
-        default = RUN_LENGTHS[self.scale]
-        return (
-            _first(self.steps, steps, default[0]),
-            _first(self.warmup, warmup, default[1]),
-            _first(self.observe_steps, None, default[2]),
+        return options.run_lengths(
+            self.scale,
+            self.steps if self.steps is not None else steps,
+            self.warmup if self.warmup is not None else warmup,
+            self.observe_steps,
         )
 
+    def watchdog_config(self) -> Any:
+        """The perfsuite.watchdog.WatchdogConfig these settings describe (for the runner)."""
+        from perfsuite.watchdog import WatchdogConfig
 
-def _first(*values: int | None) -> int:
-    return next(v for v in values if v is not None)
+        return WatchdogConfig(loader_timeout_s=self.loader_timeout, warmup_s=self.deadline_warmup,
+                              floor_s=self.deadline_floor, factor=self.deadline_factor)
 
 
 def read_pyproject(rootpath: Path) -> dict[str, Any]:
@@ -131,12 +133,16 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
     if scale not in SCALES:
         raise PerfsuiteError(f"scale={scale!r}; write --perfsuite-scale smoke or --perfsuite-scale full")
     device = pick("device", "auto")[0]
-    if device != "auto" and device.split(":")[0] not in ("cpu", "cuda"):
-        raise PerfsuiteError(f"device={device!r}; write --perfsuite-device auto, cpu, cuda or cuda:N")
-    for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0)):
-        value = pick(name)[0]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise PerfsuiteError(f"{name}={value!r} must be an integer >= {minimum}")
+    try:
+        options.check_device_name(device)
+    except PerfsuiteError:
+        raise PerfsuiteError(f"device={device!r}; write --perfsuite-device auto, cpu, cuda or cuda:N") from None
+    for o in options.OPTIONS:
+        value: Any = pick(o.name)[0]
+        if o.minimum is None or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < o.minimum:
+            raise PerfsuiteError(f"{o.name}={value!r} must be {options.KIND_NAMES[o.kind]} >= {o.minimum:g}")
     factor, alpha = float(pick("factor", DEFAULT_FACTOR)[0]), float(pick("alpha", DEFAULT_ALPHA)[0])
     if not factor > 1.0:
         raise PerfsuiteError(f"factor={factor} must be above 1; write e.g. --perfsuite-factor 1.05 for a 5% margin")
@@ -145,12 +151,47 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
     inject = pick("inject")[0] or ()
     return Settings(
         scale=scale, device=device, steps=pick("steps")[0], warmup=pick("warmup")[0],
-        observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines"),
-        save=bool(cli.get("save")), compare=bool(cli.get("compare")), update_exact=bool(cli.get("update_exact")), force=bool(pick("force", False)[0]),
+        observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines") or Path("baselines"),
+        save=bool(cli.get("save")), compare=bool(cli.get("compare")), update_exact=bool(cli.get("update_exact")),
+        force=bool(pick("force", False)[0]),
         factor=factor, alpha=alpha, report_md=path("report_md"), report_json=path("report_json"),
         png=path("png"), inject=(inject,) if isinstance(inject, str) else tuple(inject),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
+        worker_gpus=str(pick("worker_gpus", "auto")[0]),
+        **{name: float(pick(name, options.BY_NAME[name].default)[0])
+           for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")},
     )
+
+
+def check_output_paths(settings: Settings) -> None:
+    """Refuse report paths that cannot be written, at start-up rather than after every test has run.
+
+    A path must not be a directory, and its nearest existing ancestor must be a
+    writable directory (missing directories are created when the report is written).
+    """
+    for option, path in (("--perfsuite-report-md", settings.report_md),
+                         ("--perfsuite-report-json", settings.report_json), ("--perfsuite-png", settings.png)):
+        if path is not None:
+            problem = _unwritable(path)
+            if problem:
+                raise PerfsuiteError(f"{option} {path}: {problem}; write a file path in a directory you can write")
+
+
+def _unwritable(path: Path) -> str | None:
+    import os
+
+    if path.is_dir():
+        return "is a directory"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is a file, so no directory can be made there"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"{ancestor} is not writable"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "exists and is not writable"
+    return None
 
 
 def _check_threshold_tables(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -13,15 +13,19 @@ interrupted run never leaves half a dataset behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from perfsuite import tmpfiles
+from perfsuite.errors import DatasetError
 
 if TYPE_CHECKING:
     from perfsuite.workloads.registry import Scale, Workload
@@ -69,24 +73,47 @@ def dataset_dir(workload: Workload, scale: Scale, seed: int, cache_dir: Path | N
 
 
 def materialize(workload: Workload, scale: Scale, seed: int = 0, cache_dir: Path | None = None) -> Path:
-    """Write the dataset's files once; return its directory. Safe to call again."""
+    """Write the dataset's files once; return its directory. Safe to call again, and from several processes.
+
+    A directory without its manifest (a run killed while an older perfsuite
+    replaced it, or a hand-deleted manifest) is regenerated: it is renamed
+    aside, then the complete new directory is renamed into place. Temporaries
+    left by killed runs in the cache directory are swept first.
+    """
     target = dataset_dir(workload, scale, seed, cache_dir)
     if (target / MANIFEST).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    tmpfiles.sweep(target.parent)
+    tmp = tmpfiles.make_temp_dir(target.parent, target.name)
     try:
         _write_samples(workload, scale, seed, tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            # Another process finished first; only complete directories are ever renamed into place.
-            if not (target / MANIFEST).is_file():
-                raise
+        tmpfiles.publish_tree(tmp)
+        _publish(tmp, target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """Rename the complete ``tmp`` to ``target``, moving an incomplete ``target`` (no manifest) out of the way."""
+    for _ in range(3):
+        try:
+            os.replace(tmp, target)
+            return
+        except OSError:
+            if (target / MANIFEST).is_file():
+                return  # another process finished first; only complete directories are ever renamed into place
+            if not target.is_dir():
+                raise
+        # An incomplete directory is in the way (Errno 39, directory not empty): rename it aside, then retry.
+        aside = tmpfiles.make_temp_dir(target.parent, f"{target.name}.incomplete")
+        with contextlib.suppress(FileNotFoundError):  # another process moved it already
+            os.replace(target, aside / "old")
+        shutil.rmtree(aside, ignore_errors=True)
+    raise DatasetError(f"could not put the dataset in place at {target}: something keeps recreating it without "
+                       f"its {MANIFEST}; delete {target} and run again")
 
 
 def _write_samples(workload: Workload, scale: Scale, seed: int, out: Path) -> None:
@@ -138,11 +165,35 @@ class ImageFileDataset:
         self.root = Path(root)
         self.workload = workload
         self.augment = augment
-        manifest = json.loads((self.root / MANIFEST).read_text())
-        self.num_samples = int(manifest["num_samples"])
-        self.ext = "jpg" if manifest["image_format"] == "jpg" else "png"
+        manifest_file = self.root / MANIFEST
+        try:
+            manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+            self.num_samples = int(manifest["num_samples"])
+            self.ext = "jpg" if manifest["image_format"] == "jpg" else "png"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise self._damaged(manifest_file, exc) from None
         targets_file = self.root / "targets.json"
-        self.targets = json.loads(targets_file.read_text()) if targets_file.is_file() else None
+        self.targets: list[Any] | None = None
+        if targets_file.is_file():
+            try:
+                self.targets = json.loads(targets_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise self._damaged(targets_file, exc) from None
+            if not isinstance(self.targets, list) or len(self.targets) != self.num_samples:
+                raise self._damaged(targets_file, ValueError(f"expected {self.num_samples} targets"))
+
+    def _targets(self) -> list[Any]:
+        if self.targets is None:
+            raise self._damaged(self.root / "targets.json", FileNotFoundError("missing"))
+        return self.targets
+
+    def _damaged(self, path: Path, exc: BaseException) -> DatasetError:
+        """The error for a cache file that cannot be read: which file, and how to clear the cache."""
+        return DatasetError(
+            f"dataset file {path} cannot be read ({type(exc).__name__}: {exc}); the dataset cache is damaged "
+            f"(a truncated or hand-edited file). Delete {self.root} (or the whole cache, {self.root.parent.parent}; "
+            "$PERFSUITE_CACHE sets where it is) and run again: it is regenerated, byte-identical"
+        )
 
     def __len__(self) -> int:
         return self.num_samples
@@ -153,16 +204,25 @@ class ImageFileDataset:
 
         name = f"{index:06d}"
         mode = "RGB" if self.workload.channels == 3 else "L"
-        with Image.open(self.root / "images" / f"{name}.{self.ext}") as img:
-            image = np.array(img.convert(mode))  # a writable copy, as torch.from_numpy wants
+        image_file = self.root / "images" / f"{name}.{self.ext}"
+        try:
+            with Image.open(image_file) as img:
+                image = np.array(img.convert(mode))  # a writable copy, as torch.from_numpy wants
+        except (OSError, SyntaxError, ValueError) as exc:  # PIL: truncated, unidentified or missing file
+            raise self._damaged(image_file, exc) from None
         kind = self.workload.target_kind
         if kind == "mask":
-            with Image.open(self.root / "masks" / f"{name}.png") as m:
-                target: Any = np.array(m)
+            mask_file = self.root / "masks" / f"{name}.png"
+            try:
+                with Image.open(mask_file) as m:
+                    m.load()
+                    target: Any = np.array(m)
+            except (OSError, SyntaxError, ValueError) as exc:
+                raise self._damaged(mask_file, exc) from None
         elif kind == "keypoints":
-            target = np.asarray(self.targets[index], dtype=np.float32)
+            target = np.asarray(self._targets()[index], dtype=np.float32)
         elif kind == "label":
-            target = int(self.targets[index])
+            target = int(self._targets()[index])
         else:
             target = None
         return image, target

@@ -30,3 +30,12 @@ def runs() -> Callable[..., Result]:
         return cache[key]
 
     return get
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use ``runs`` train the reference workloads for real (bf16, torch.compile, worker processes):
+    they are ``slow``, out of the ``pytest -m "not slow"`` inner loop and always in ``nox -s tests``."""
+    here = Path(__file__).parent
+    for item in items:
+        if "runs" in getattr(item, "fixturenames", ()) and here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)

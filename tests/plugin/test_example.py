@@ -15,13 +15,13 @@ def test_the_example_workload_runs_saves_and_compares(project, tmp_path):
     stored = tmp_path / "baselines"
     args = (*FAST, str(EXAMPLE), "--perfsuite-baselines", str(stored), "--rootdir", str(EXAMPLE))
     saved = project.runpytest_inprocess(*args, "--perfsuite-save", "--perfsuite-update-exact")
-    saved.assert_outcomes(passed=2)
+    saved.assert_outcomes(passed=6)  # 2 perf tests, 4 contract checks (test_contract.py)
     exact = list((stored / "exact").glob("*.json"))
     assert [p.name for p in exact] == ["cpu__torch-" + exact[0].name.split("torch-")[1]]
     assert len(list(stored.rglob("*.json"))) == 2 + 1  # two timing baselines, one committed exact file
     # A generous factor: this checks the wiring, and a busy machine must not turn it into a timing test.
     compared = project.runpytest_inprocess(*args, "--perfsuite-compare", "--perfsuite-factor", "50", "-v")
-    compared.assert_outcomes(passed=2)
+    compared.assert_outcomes(passed=6)
     out = compared.stdout.str()
     summary = out.split("= perfsuite =")[1]
     assert "test_defects_gpu_aug" in out and "syncs_per_step" in out and "  new" not in summary
