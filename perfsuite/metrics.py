@@ -148,6 +148,11 @@ _builtin(
                compared=False),
     MetricSpec("stalls", "steps", "noisy", "lower", "step-time tail", "runner",
                "steps of the window slower than 5x the median step", compared=False),
+    # The step's speed of light: the same step fed one batch kept on the device (after the window).
+    MetricSpec("input_efficiency", "fraction", "noisy", "higher", "data-bound", "runner",
+               "samples/s over the speed of light's samples/s (the step fed one batch kept on the device, no "
+               "loader); detail: the data-wait band (<5% not input-bound, 5-20% moderately, >20% highly)",
+               tolerance=0.10, abs_tol=True),
     # Loader side.
     MetricSpec("data_wait_frac", "fraction", "timing", "lower", "data-bound", "datawait",
                "share of the window blocked in next(loader); judged on per-step fetch shares", samples="data_wait",
