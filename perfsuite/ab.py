@@ -50,7 +50,8 @@ from perfsuite.results import Result
 
 DEFAULT_BUDGET_S = 900.0
 DEFAULT_MAX_ROUNDS = 20
-# The tail's paired rules: per-run p99 and max, and stall counts (+1, so none -> some is a ratio).
+# The tail's paired rules: per-run p99 and max as multiples of the run's median, and stall counts (+1, so
+# none -> some is a ratio), judged on the pairs with the same rule as the median at wider factors.
 TAIL_RULES = {
     "step_ms_p99": ABRule(factor=1.25, margin=1.25),
     "step_ms_max": ABRule(factor=1.5, margin=1.5),
@@ -209,8 +210,10 @@ def per_run_values(result: Result) -> RunValues:
     if steps.size == 0:
         return RunValues(float("nan"))
     batch = max(1, result.batch_size)
-    extras = {"step_ms_p99": float(np.percentile(steps, 99)), "step_ms_max": float(steps.max()),
-              "stalls": float(result.value("stalls") or 0) + 1.0}
+    med = float(np.median(steps))
+    # The tail relative to the run's own median (a uniformly slower run has the same tail); stalls + 1.
+    extras = {"step_ms_p99": float(np.percentile(steps, 99)) / med, "step_ms_max": float(steps.max()) / med,
+              "stalls": float((steps > 5.0 * med).sum()) + 1.0}
     for name in SHOWN:
         value = result.value(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -465,7 +468,8 @@ def format_markdown(s: ABSession) -> str:
                 lines.append(f"| `{t.test_id}` | {m} | {_num(b)} | {_num(h)} | shown |")
             for m, d in t.tails.items():
                 b, h = _tail_medians(t, m, s)
-                lines.append(f"| `{t.test_id}` | {m} | {_num(b)} | {_num(h)} | {d.outcome.value} |")
+                label = f"{m} (x the run's median)" if m != "stalls" else "stalls (steps > 5x median)"
+                lines.append(f"| `{t.test_id}` | {label} | {_num(b)} | {_num(h)} | {d.outcome.value} |")
         lines += ["", "</details>"]
     if s.problems:
         lines += ["", "**Problems**", "", *(f"- {p}" for p in s.problems)]

@@ -472,6 +472,8 @@ def _judge_samples(spec: registry.MetricSpec, base: Result, head: Result, test_i
     if not b_samples:
         return Verdict(test_id, name, base.value(name), head.value(name), None, Outcome.INCONCLUSIVE,
                        f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite")
+    if spec.rule == "tail":
+        return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
     if spec.rule == "shares":
         t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
         if t.log_ratio is None:
@@ -495,6 +497,110 @@ def _judge_samples(spec: registry.MetricSpec, base: Result, head: Result, test_i
         f": {t.reason}"
     )
     return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+
+
+STALL_FACTOR = 5.0  # as the runner counts stalls: steps slower than 5x their run's median
+
+
+def exceedance_p(base: Sequence[float], head: Sequence[float]) -> tuple[int, float]:
+    """(k, p): k head samples lie above every base sample; p = C(n_head, k) / C(n, k) is the chance of that
+    under "no change" (the top k of both runs pooled all fall in head), an exact, distribution-free tail test."""
+    top = max(base)
+    k = sum(1 for x in head if x > top)
+    if k == 0:
+        return 0, 1.0
+    return k, math.comb(len(head), k) / math.comb(len(base) + len(head), k)
+
+
+def compare_tail(metric: str, base: Sequence[float], head: Sequence[float], factor: float,
+                 alpha: float = DEFAULT_ALPHA, min_samples: int = MIN_SAMPLES) -> TimingComparison:
+    """Judge the step-time tail of one run against another, relative to each run's own median.
+
+    Dividing by the run's median leaves the shape of the tail: a uniformly
+    slower run (a busy machine, or a real slowdown, which step_ms judges) has
+    the same tail, a periodic hiccup or a stall does not.
+
+    * ``step_ms_p99``: regressed when the normalised p99 grew by ``factor``
+      AND at least two head steps lie above the slowest base step with exact
+      exceedance p < alpha (:func:`exceedance_p`); grew without that:
+      inconclusive; improved is the mirror image; else unchanged.
+    * ``step_ms_max``: one step is never certain: grown by ``factor`` is
+      inconclusive (``recompiles`` is the exact check of a recompile stall),
+      else unchanged.
+    * ``stalls`` (steps > 5x the median): regressed when the count rose to at
+      least twice the base's plus two AND a one-sided Fisher exact test of the
+      stall rates gives p < alpha; any other rise of two or more:
+      inconclusive; else unchanged (fewer stalls: improved, same test).
+
+    ``log_ratio`` holds log(head / base) of the normalised statistic (for
+    stalls: of count + 1). A single run pair is all this sees, so the rule
+    asks for large and certain effects; ``perfsuite ab`` judges tails across
+    many runs.
+    """
+    import numpy as np
+
+    if len(base) < min_samples or len(head) < min_samples:
+        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
+                                f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)")
+    if min(base) <= 0 or min(head) <= 0:
+        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
+                                "samples must be positive times")
+    b = np.asarray(base, dtype=float) / median(base)
+    h = np.asarray(head, dtype=float) / median(head)
+    if metric == "stalls":
+        from scipy.stats import fisher_exact
+
+        sb, sh = int((b > STALL_FACTOR).sum()), int((h > STALL_FACTOR).sum())
+        table = [[sh, len(h) - sh], [sb, len(b) - sb]]
+        p_slower = float(fisher_exact(table, alternative="greater").pvalue)
+        p_faster = float(fisher_exact(table, alternative="less").pvalue)
+        log_ratio = math.log((sh + 1) / (sb + 1))
+        if sh >= factor * sb + 2 and p_slower < alpha:
+            outcome, reason = Outcome.REGRESSED, f"{sb} -> {sh} stalls, Fisher p={p_slower:.2g}"
+        elif sb >= factor * sh + 2 and p_faster < alpha:
+            outcome, reason = Outcome.IMPROVED, f"{sb} -> {sh} stalls, Fisher p={p_faster:.2g}"
+        elif abs(sh - sb) >= 2:
+            outcome, reason = Outcome.INCONCLUSIVE, (f"{sb} -> {sh} stalls, not certain from one run each "
+                                                     f"(Fisher p={min(p_slower, p_faster):.2g}); compare with perfsuite ab")
+        else:
+            outcome, reason = Outcome.UNCHANGED, f"{sb} -> {sh} stalls"
+        return TimingComparison(outcome, float(sb), float(sh), log_ratio, p_slower, p_faster, None, reason)
+    if metric == "step_ms_max":
+        sb, sh = float(b.max()), float(h.max())
+        log_ratio = math.log(sh / sb)
+        if abs(log_ratio) >= math.log(factor):
+            outcome, reason = Outcome.INCONCLUSIVE, (f"the slowest step moved from x{sb:.3g} to x{sh:.3g} the run's "
+                                                     "median; one step cannot be certain (recompiles is the exact check)")
+        else:
+            outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
+        return TimingComparison(outcome, sb, sh, log_ratio, None, None, None, reason)
+    sb, sh = float(np.percentile(b, 99)), float(np.percentile(h, 99))
+    log_ratio = math.log(sh / sb)
+    k_up, p_slower = exceedance_p(b, h)
+    k_down, p_faster = exceedance_p(h, b)
+    log_factor = math.log(factor)
+    if log_ratio >= log_factor and k_up >= 2 and p_slower < alpha:
+        outcome, reason = Outcome.REGRESSED, (f"p99 x{sb:.3g} -> x{sh:.3g} the run's median; {k_up} steps beyond "
+                                              f"the slowest base step (exact p={p_slower:.2g})")
+    elif log_ratio <= -log_factor and k_down >= 2 and p_faster < alpha:
+        outcome, reason = Outcome.IMPROVED, f"p99 x{sb:.3g} -> x{sh:.3g} the run's median (exact p={p_faster:.2g})"
+    elif abs(log_ratio) >= log_factor:
+        outcome, reason = Outcome.INCONCLUSIVE, (f"p99 x{sb:.3g} -> x{sh:.3g} the run's median, not certain from "
+                                                 f"one run each (p={min(p_slower, p_faster):.2g}); compare with "
+                                                 "perfsuite ab")
+    else:
+        outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
+    return TimingComparison(outcome, sb, sh, log_ratio, p_slower, p_faster, None, reason)
+
+
+def _judge_tail(spec: registry.MetricSpec, base: Result, head: Result, test_id: str, b_samples: Sequence[float],
+                h_samples: Sequence[float], alpha: float) -> Verdict:
+    name = spec.name
+    t = compare_tail(name, b_samples, h_samples, spec.factor or 2.0, alpha)
+    b, h = base.value(name), head.value(name)
+    message = f"{name} {format_value(b)} -> {format_value(h)} (n={len(b_samples)}/{len(h_samples)}): {t.reason}"
+    ratio = _ratio(b, h) if name != "stalls" else None
+    return Verdict(test_id, name, b, h, ratio, t.outcome, message)
 
 
 def _tail(base: Result, head: Result, name: str) -> str:
