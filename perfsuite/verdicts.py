@@ -302,6 +302,63 @@ def compare_timing(
     return TimingComparison(outcome, base_median, head_median, log_ratio, p_slower, p_faster, interval, reason)
 
 
+MIN_BASE_RUNS = 3  # runs a baseline needs before its between-run variance is used
+
+
+def compare_between_runs(
+    base_runs: Sequence[Sequence[float]],
+    head: Sequence[float],
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+    min_samples: int = MIN_SAMPLES,
+) -> TimingComparison:
+    """Judge head's step times against a baseline of several runs, with the variance *between* runs.
+
+    With k >= 3 base runs, let m_i be the log median of base run i, mu and s
+    their mean and standard deviation, and h head's log median. Regressed:
+    h - mu > log(factor), AND the one-sided prediction-interval test
+    t = (h - mu) / (s * sqrt(1 + 1/k)) with k - 1 degrees of freedom gives
+    p < alpha (head lies beyond what run-to-run drift produced in the base),
+    AND Mann-Whitney of head against the pooled base steps gives p < alpha.
+    Improved is the mirror image. Unchanged: |h - mu| <= log(factor) and
+    neither test fires. Anything else is inconclusive. When the base runs do
+    not vary (s = 0) or fewer than 3 runs are stored, the single-run rule
+    (:func:`compare_timing`) judges the newest run.
+    """
+    from scipy.stats import t as t_dist
+
+    _validate_rule(factor, alpha)
+    runs = [list(r) for r in base_runs if len(r) >= min_samples and min(r) > 0]
+    if len(runs) < MIN_BASE_RUNS or len(head) < min_samples or min(head) <= 0:
+        return compare_timing(runs[-1] if runs else [], head, factor, alpha, min_samples)
+    logs = [math.log(median(r)) for r in runs]
+    k = len(logs)
+    mu = sum(logs) / k
+    sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / (k - 1))
+    if sd == 0.0:
+        return compare_timing(runs[-1], head, factor, alpha, min_samples)
+    h = math.log(median(head))
+    diff = h - mu
+    t = diff / (sd * math.sqrt(1 + 1 / k))
+    p_slower, p_faster = float(t_dist.sf(t, k - 1)), float(t_dist.cdf(t, k - 1))
+    pooled = [x for r in runs for x in r]
+    mw_slower = mann_whitney_u(head, pooled, "greater").p_value
+    mw_faster = mann_whitney_u(pooled, head, "greater").p_value
+    log_factor = math.log(factor)
+    spread = f"between-run sd x{math.exp(sd):.3f} over {k} base runs"
+    if diff > log_factor and p_slower < alpha and mw_slower < alpha:
+        outcome, reason = Outcome.REGRESSED, f"slower by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_slower:.2g})"
+    elif diff < -log_factor and p_faster < alpha and mw_faster < alpha:
+        outcome, reason = Outcome.IMPROVED, f"faster by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_faster:.2g})"
+    elif abs(diff) <= log_factor:
+        outcome, reason = Outcome.UNCHANGED, f"within x{1 / factor:.3g}..x{factor:g} of the base runs ({spread})"
+    else:
+        outcome, reason = Outcome.INCONCLUSIVE, (f"moved by x{math.exp(diff):.3f}, within what the base runs drift "
+                                                 f"({spread}, p={min(p_slower, p_faster):.2g})")
+    return TimingComparison(outcome, math.exp(mu), math.exp(h), diff, min(p_slower, 1.0), min(p_faster, 1.0), None,
+                            reason)
+
+
 def block_medians(samples: Sequence[float], blocks: int) -> list[float]:
     """Medians of ``blocks`` consecutive, near-equal slices of the samples (in measurement order)."""
     blocks = max(1, min(blocks, len(samples)))
@@ -364,13 +421,16 @@ def compare_results(
     alpha: float = DEFAULT_ALPHA,
     force: bool = False,
     only: Callable[[registry.MetricSpec], bool] | None = None,
+    base_runs: Sequence[Result] = (),
 ) -> list[Verdict]:
     """Verdicts for head against base, one per registered metric that either measured.
 
     Metrics neither side measured (GPU telemetry on a CPU) are left out:
     nothing was compared. ``only`` picks metrics by spec (the plugin judges
-    exact ones against the committed file instead). Failing verdicts carry
-    their likely cause.
+    exact ones against the committed file instead). ``base_runs``: every run
+    a multi-run baseline holds (``base`` is the newest); with 3 or more,
+    step_ms is judged with the variance between them
+    (:func:`compare_between_runs`). Failing verdicts carry their likely cause.
     """
     _validate_rule(factor, alpha)
     base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
@@ -388,8 +448,26 @@ def compare_results(
         b, h = base.metric(spec.name), head.metric(spec.name)
         if not b.available and not h.available:
             continue
+        if spec.name == "step_ms" and len(base_runs) >= MIN_BASE_RUNS and b.available and h.available:
+            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head))
+            continue
         verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head))
     return verdicts
+
+
+def _judge_between_runs(spec: registry.MetricSpec, base_runs: Sequence[Result], head: Result, test_id: str,
+                        factor: float, alpha: float) -> Verdict:
+    per_sample = any(r.batch_size != head.batch_size for r in base_runs)
+    runs = [_per_sample(r, r.samples.get("step_ms", [])) if per_sample else list(r.samples.get("step_ms", []))
+            for r in base_runs]
+    h_samples = _per_sample(head, head.samples.get("step_ms", [])) if per_sample else list(head.samples["step_ms"])
+    t = compare_between_runs(runs, h_samples, factor, alpha)
+    if t.log_ratio is None:
+        return Verdict(test_id, spec.name, None, None, None, t.outcome, f"step_ms {t.outcome}: {t.reason}")
+    unit = "ms per sample" if per_sample else spec.unit
+    message = (f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+               f"(x{t.ratio:.3f}, {len(base_runs)} base runs){_tail(base_runs[-1], head, 'step_ms')}: {t.reason}")
+    return Verdict(test_id, spec.name, t.base_median, t.head_median, t.ratio, t.outcome, message)
 
 
 def judge_metric(spec: registry.MetricSpec, base: Result, head: Result, test_id: str,
