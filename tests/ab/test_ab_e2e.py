@@ -88,6 +88,16 @@ def tiny_repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.fixture(autouse=True)
+def _no_hang():
+    """Subprocess sessions could hang: dump stacks and exit rather than block CI (tests/README.md)."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(900, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
 def test_ab_names_the_new_sync_and_exits_1(tiny_repo: Path, tmp_path: Path, capsys):
     md, js = tmp_path / "ab.md", tmp_path / "ab.json"
     code = main(["ab", "--repo", str(tiny_repo), "--max-rounds", "1", "--min-rounds", "0", "--budget", "600",

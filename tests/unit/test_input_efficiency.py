@@ -49,6 +49,7 @@ def _run(sol_steps):
                probes=[SyncProbe()])
 
 
+@pytest.mark.slow
 def test_a_run_measures_it_after_the_window_and_leaves_the_observed_steps_alone():
     with_sol, without = _run(3), _run(0)
     m = with_sol.metric("input_efficiency")
