@@ -26,6 +26,11 @@ class WorkloadError(PerfsuiteError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class JobError(PerfsuiteError, ValueError):
+    """A user's training job (perfsuite.Job) that breaks the contract: a step that returns no loss
+    tensor, a loader that yields nothing, a model on another device, a knob its loader contradicts."""
+
+
 class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 

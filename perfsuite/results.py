@@ -156,6 +156,9 @@ class Result:
     warmup: int
     notes: tuple[str, ...] = ()
     timeline: dict[str, list[float]] = field(default_factory=dict)
+    # Where each knob's value came from, for a user's job (perfsuite.job): "set by the user's code", "not
+    # applied", ... Empty for reference workloads, whose knobs perfsuite set itself.
+    knob_sources: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
@@ -178,6 +181,7 @@ class Result:
             "steps": self.steps,
             "warmup": self.warmup,
             "knobs": dict(self.knobs),
+            **({"knob_sources": dict(self.knob_sources)} if self.knob_sources else {}),
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "samples": {k: list(v) for k, v in self.samples.items()},
             "timeline": {k: list(v) for k, v in self.timeline.items()},
@@ -206,6 +210,7 @@ class Result:
                 fingerprint=Fingerprint(**data["fingerprint"]), batch_size=int(data["batch_size"]),
                 steps=int(data["steps"]), warmup=int(data["warmup"]), notes=tuple(data.get("notes", ())),
                 timeline={k: [float(x) for x in v] for k, v in data.get("timeline", {}).items()},
+                knob_sources={str(k): str(v) for k, v in data.get("knob_sources", {}).items()},
                 created=data["created"], schema_version=version,
             )
         except (KeyError, TypeError) as exc:

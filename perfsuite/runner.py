@@ -12,7 +12,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.knobs import Knobs, resolve_for_device
@@ -23,9 +23,21 @@ from perfsuite.workloads.registry import Workload, get_workload
 
 @dataclass(frozen=True)
 class RunSpec:
-    """What to run: the workload, its scale, its knobs, and how long."""
+    """What to run and how long: a reference workload with its scale and knobs, or a user's Job.
 
-    workload: str | Workload
+    ``workload`` is a registered name (workload or job, entry points
+    included), a Workload, a :class:`perfsuite.Job`, or a job factory
+    (``factory(device) -> Job``, called with ``knobs.device``). For a Job,
+    ``job_knobs`` holds the flat knobs the caller asked of it (perfsuite.job.bind:
+    loader knobs are applied or checked against the user's DataLoader, step
+    knobs refused); ``knobs`` then only gives the session's device.
+
+    ``mutate`` changes what was built before it runs, in place: the reference
+    workload's Pipeline (how perfsuite.faults injects code-level bugs), or the
+    user's Job. perf_run(..., mutate=fn) passes it through.
+    """
+
+    workload: Any
     scale: str = "smoke"
     knobs: Knobs = field(default_factory=Knobs)
     steps: int = 20
@@ -33,7 +45,8 @@ class RunSpec:
     observe_steps: int = 4
     seed: int = 0
     cache_dir: Path | None = None
-    mutate: Callable[[Any], None] | None = None  # changes the built Pipeline in place (perfsuite.faults)
+    mutate: Callable[[Any], None] | None = None
+    job_knobs: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
@@ -45,6 +58,12 @@ class RunSpec:
 
     def resolve_workload(self) -> Workload:
         return get_workload(self.workload) if isinstance(self.workload, str) else self.workload
+
+    def resolve(self) -> Any:
+        """The Workload or Job this spec names (a job factory is called here, with the device)."""
+        from perfsuite.job import resolve
+
+        return resolve(self.workload, self.knobs.device)
 
 
 def _synchronize(device: Any) -> None:
@@ -122,31 +141,45 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     """
     import torch
 
+    from perfsuite.job import Job, bind
     from perfsuite.pipeline import BatchStream, build_pipeline
+    from perfsuite.workloads.registry import Scale
 
-    workload = spec.resolve_workload()
-    scale = workload.scale(spec.scale)
-    knobs, notes = resolve_for_device(spec.knobs, torch.cuda.is_available())
+    target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)
-    pipeline = build_pipeline(workload, scale, knobs, seed=spec.seed, cache_dir=spec.cache_dir)
-    if spec.mutate is not None:
-        spec.mutate(pipeline)
-    device = pipeline.device
-    ctx = RunContext(workload, scale, knobs, str(device), pipeline, pipeline.batch_size, spec.observe_steps)
-    batches = BatchStream(pipeline.loader)
+    if isinstance(target, Job):  # a user's own training job
+        notes: list[str] = []
+        if spec.mutate is not None:
+            spec.mutate(target)
+        job = bind(target, spec.job_knobs, default_device=spec.knobs.device)
+        knobs = Knobs(device=str(job.device))  # for probes only; the Result records job.knobs and their sources
+        scale = Scale(spec.scale, (0, 0), num_samples=0, batch_size=job.batch_size)
+        workload: Any = job.info
+        view: Any = job
+    else:  # a reference workload: perfsuite builds its pipeline from the knobs, then runs it as a Job
+        if spec.job_knobs:
+            raise PerfsuiteError(f"job_knobs are for a user's Job; {target.name} takes its knobs as RunSpec.knobs")
+        workload = target
+        scale = workload.scale(spec.scale)
+        knobs, notes = resolve_for_device(spec.knobs, torch.cuda.is_available())
+        view = build_pipeline(workload, scale, knobs, seed=spec.seed, cache_dir=spec.cache_dir)
+        if spec.mutate is not None:
+            spec.mutate(view)
+        job = bind(view.as_job())
+    device = job.device
+    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
+    batches = BatchStream(job.loader)
     clock = _StepClock(device)
     fetch_s: list[float] = []
     host_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     delivered = 0
-    index = 0
     depth = _mode_depth()
     try:
         for probe in probes:
             probe.setup(ctx)
         for _ in range(spec.warmup):
-            pipeline.step(next(batches), index)
-            index += 1
+            job.step(next(batches))
         _synchronize(device)
         epochs_before = batches.epochs
         try:
@@ -167,10 +200,9 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                 if batches.epochs != epochs:
                     epoch_fetch_ms.append((t1 - t0) * 1e3)
                 delivered += batch_samples(batch)
-                pipeline.step(batch, index)
+                job.step(batch)
                 clock.mark()
                 host_s.append(time.perf_counter() - t0)
-                index += 1
             _synchronize(device)
             end = time.perf_counter()
         finally:
@@ -182,14 +214,13 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             with contextlib.ExitStack() as stack:
                 for probe in probes:
                     stack.enter_context(probe.observe())
-                pipeline.step(batch, index)
-            index += 1
+                job.step(batch)
         _synchronize(device)
     finally:
         for probe in probes:
             probe.finish()
         batches.close()
-    timings = WindowTimings(start_s=start, end_s=end, steps=spec.steps, batch_size=pipeline.batch_size,
+    timings = WindowTimings(start_s=start, end_s=end, steps=spec.steps, batch_size=job.batch_size,
                             fetch_s=fetch_s, step_ms=clock.durations_ms(), epochs_started=epochs_started,
                             samples=delivered, host_step_s=host_s, epoch_fetch_ms=epoch_fetch_ms)
     metrics: dict[str, Metric] = {}
@@ -202,11 +233,11 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         timeline.update(probe.timeline())
     shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
-        workload=workload.name, scale=scale.name, knobs=knobs.flat(), metrics=metrics,
+        workload=job.name, scale=scale.name, knobs=job.knobs, knob_sources=job.knob_sources, metrics=metrics,
         samples={"step_ms": timings.step_ms, "fetch_ms": [s * 1e3 for s in fetch_s], "data_wait": shares,
                  "epoch_fetch_ms": epoch_fetch_ms},
-        fingerprint=Fingerprint.collect(str(device)), batch_size=pipeline.batch_size, steps=spec.steps,
-        warmup=spec.warmup, notes=tuple(notes), timeline=timeline,
+        fingerprint=Fingerprint.collect(str(device)), batch_size=job.batch_size, steps=spec.steps,
+        warmup=spec.warmup, notes=tuple(notes + job.notes), timeline=timeline,
     )
 
 
