@@ -100,10 +100,14 @@ class _StepClock:
 
 
 def default_probes() -> list[Probe]:
-    """Every probe perfsuite has; each reports `unavailable` where it cannot measure."""
+    """Every probe perfsuite has, plus those other packages declare (entry points ``perfsuite.probes``).
+
+    Each reports `unavailable` where it cannot measure.
+    """
+    from perfsuite.job import entry_point_probes
     from perfsuite.probes import all_probes
 
-    return all_probes()
+    return all_probes() + entry_point_probes()
 
 
 def _mode_depth() -> tuple[int, int]:
