@@ -30,7 +30,12 @@ if TYPE_CHECKING:
     from perfsuite.augment.gpu import GpuAugment
     from perfsuite.augment.mix import PairedCutMix
     from perfsuite.augment.recipe import Recipe
+    from perfsuite.baselines import BaselineStore
     from perfsuite.faults import FAULTS, get_fault
+    from perfsuite.metrics import MetricSpec
+    from perfsuite.metrics import names as metric_names
+    from perfsuite.metrics import register as register_metric
+    from perfsuite.verdicts import compare_results, compare_timing
     from perfsuite.job import Job, LossHook, job_names, register_job
     from perfsuite.probes import all_probes
     from perfsuite.probes.base import Probe, RunContext, WindowTimings
@@ -59,6 +64,12 @@ _LAZY = {
     "FAULTS": "perfsuite.faults",
     "get_fault": "perfsuite.faults",
     "Sample": "perfsuite.workloads.registry",
+    "MetricSpec": "perfsuite.metrics",
+    "metric_names": "perfsuite.metrics:names",
+    "register_metric": "perfsuite.metrics:register",
+    "BaselineStore": "perfsuite.baselines",
+    "compare_results": "perfsuite.verdicts",
+    "compare_timing": "perfsuite.verdicts",
     "RunSpec": "perfsuite.runner",
     "run": "perfsuite.runner",
     "Scale": "perfsuite.workloads.registry",
@@ -73,7 +84,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module, _, attr = _LAZY[name].partition(":")
+        return getattr(importlib.import_module(module), attr or name)
     raise AttributeError(f"module 'perfsuite' has no attribute {name!r}")
 
 
