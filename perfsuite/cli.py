@@ -107,6 +107,9 @@ def format_run(result: Any) -> str:
         shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
         text = shown if metric.available else f"unavailable ({metric.reason})"
         lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+    syncs = result.metric("syncs_per_step")
+    lines += [f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+              for site in (syncs.detail.get("sites", []) if syncs.available else [])]
     lines += [f"  note: {note}" for note in result.notes]
     knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
     lines.append(f"  knobs: {knobs}")
