@@ -30,6 +30,11 @@ class DatasetError(PerfsuiteError):
     """A generated dataset in the cache that cannot be read or put in place; the message names the file."""
 
 
+class JobError(PerfsuiteError, ValueError):
+    """A user's training job (perfsuite.Job) that breaks the contract: a step that returns no loss
+    tensor, a loader that yields nothing, a model on another device, a knob its loader contradicts."""
+
+
 class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 

@@ -167,8 +167,17 @@ class PerfRun:
         return self._state.device()
 
     def __call__(self, workload: Any, *, steps: int | None = None, warmup: int | None = None,
-                 label: str | None = None, check: bool = True, probes: Any = None, **knobs: Any) -> Result:
-        """Run ``workload`` (a registered name or a Workload instance) with flat knobs; return its Result.
+                 label: str | None = None, check: bool = True, probes: Any = None,
+                 mutate: Any = None, **knobs: Any) -> Result:
+        """Run ``workload`` with flat knobs; return its Result.
+
+        ``workload`` is a registered name, a Workload instance, a user's
+        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
+        (called with the session's device). For a Job, loader knobs given here
+        are checked against the user's DataLoader (or applied, when the Job
+        hands perfsuite a dataset) and step knobs are refused: perfsuite does
+        not change a user's step. ``mutate(pipeline_or_job)`` changes what was
+        built before it runs (how perfsuite.faults injects code-level bugs).
 
         Scale and device come from the session (``device=`` here overrides
         it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
@@ -182,13 +191,24 @@ class PerfRun:
         from perfsuite.runner import RunSpec, run
         from perfsuite.session import Recorded
 
+        from perfsuite.job import is_job_target
+
         s = self._state.settings
         result_id = self._result_id(label)
-        knobs.setdefault("device", self._state.device())
-        spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
         n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
-        spec = RunSpec(workload, s.scale, spec_knobs, n_steps, n_warmup, n_observe,
-                       mutate=settings_mod.fault_mutation(s.inject))  # faults that change the step's code
+        mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
+        combined = (lambda built: [m(built) for m in mutations]) if mutations else None
+        if is_job_target(workload):
+            if s.inject:
+                raise PerfsuiteError(f"--perfsuite-inject {', '.join(s.inject)} injects faults into perfsuite's "
+                                     "reference workloads; a user's own Job runs its own code: drop the option")
+            spec = RunSpec(workload, s.scale, Knobs(device=knobs.pop("device", self._state.device())), n_steps,
+                           n_warmup, n_observe, mutate=combined, job_knobs=knobs, watchdog=s.watchdog_config())
+        else:
+            knobs.setdefault("device", self._state.device())
+            spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
+            spec = RunSpec(workload, s.scale, spec_knobs, n_steps, n_warmup, n_observe,
+                           mutate=combined, watchdog=s.watchdog_config())  # mutate: faults in the step's code
         try:
             result = run(spec, probes)
         except DeviceError as exc:

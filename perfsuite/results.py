@@ -182,6 +182,9 @@ class Result:
     warmup: int
     notes: tuple[str, ...] = ()
     timeline: dict[str, list[float]] = field(default_factory=dict)
+    # Where each knob's value came from, for a user's job (perfsuite.job): "set by the user's code", "not
+    # applied", ... Empty for reference workloads, whose knobs perfsuite set itself.
+    knob_sources: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
@@ -204,6 +207,7 @@ class Result:
             "steps": self.steps,
             "warmup": self.warmup,
             "knobs": dict(self.knobs),
+            **({"knob_sources": dict(self.knob_sources)} if self.knob_sources else {}),
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "samples": {k: list(v) for k, v in self.samples.items()},
             "timeline": {k: list(v) for k, v in self.timeline.items()},
@@ -249,6 +253,7 @@ class Result:
             batch_size=_count(data["batch_size"], "batch_size", 1), steps=_count(data["steps"], "steps", 1),
             warmup=_count(data["warmup"], "warmup", 0), notes=tuple(notes),
             timeline=_series(data.get("timeline", {}), "timeline"),
+            knob_sources=_knob_sources(data.get("knob_sources", {})),
             created=_text(data["created"], "created"), schema_version=version,
         )
 
@@ -262,7 +267,7 @@ class Result:
 # What a metric's value may be follows its declared kind (perfsuite.metrics): flags are true/false, labels
 # strings, exact counts finite numbers >= 0, the rest finite numbers; an undeclared metric may be any of them.
 _RESULT_FIELDS = ("schema_version", "workload", "scale", "created", "batch_size", "steps", "warmup", "knobs",
-                  "metrics", "samples", "timeline", "notes", "fingerprint")
+                  "metrics", "samples", "timeline", "notes", "fingerprint", "knob_sources")
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()
 
@@ -369,3 +374,11 @@ def _fingerprint(value: Any) -> Fingerprint:
         else:
             _need(isinstance(got, str), f"fingerprint.{name}", got, "a string")
     return Fingerprint(**value)
+
+
+def _knob_sources(value: Any) -> dict[str, str]:
+    """Where each knob of a user's job came from ("set by the user's code", "not applied"): strings only."""
+    _need(isinstance(value, dict), "knob_sources", value, "an object of knob name -> where it came from")
+    for key, source in value.items():
+        _need(isinstance(source, str), f"knob_sources.{key}", source, "a string")
+    return dict(value)

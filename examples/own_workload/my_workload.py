@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from perfsuite.augment.recipe import Recipe
-from perfsuite.workloads import Sample, Scale, Workload, register_workload
+from perfsuite import Recipe, Sample, Scale, Workload, register_workload
 
 
 @register_workload

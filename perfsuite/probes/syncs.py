@@ -26,8 +26,9 @@ Two sources, merged per call site:
   counted there, as it should be; the CPU count cannot see it.
 
 A call site is the first frame outside torch and outside perfsuite's harness
-(runner.py, probes/): the workload's step code, e.g. perfsuite/pipeline.py for
-the reference workloads' ``loss.item()``.
+(runner.py, job.py, probes/): the step's own code, e.g. the user's train.py
+line that reads ``loss.item()``, or perfsuite/pipeline.py for the reference
+workloads' ``loss.item()``.
 
 While observing, a no-op TorchDispatchMode is also pushed: torch.compile does
 not compile (nor look up compiled code) under a dispatch mode, so a compiled
@@ -113,6 +114,7 @@ class _Sites:
         self.torch_dir = os.path.dirname(torch.__file__) + os.sep
         self.harness = (os.path.dirname(probes_pkg.__file__) + os.sep,
                         os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "runner.py"),
+                        os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "job.py"),
                         os.path.dirname(warnings.__file__) + os.sep + "warnings.py", contextlib.__file__)
 
     def find(self, frame: Any) -> tuple[str, bool]:

@@ -67,9 +67,31 @@ class Progress:
             sys.stderr.flush()
 
 
+def source_key(workload: Workload, scale: Scale) -> str:
+    """A key over the files a workload's generate() reads (``data_sources``): path, size and mtime of each.
+
+    Empty when the workload declares none (its samples are synthetic). Adding,
+    removing, resizing or touching a source file changes the key, so the cache
+    directory changes and the dataset is generated again: changed data is noticed.
+    """
+    import hashlib
+
+    sources = [Path(p) for p in workload.data_sources(scale)]
+    if not sources:
+        return ""
+    digest = hashlib.sha256()
+    for source in sources:
+        files = sorted(f for f in source.rglob("*") if f.is_file()) if source.is_dir() else [source]
+        for f in files:
+            st = f.stat()
+            digest.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 def dataset_dir(workload: Workload, scale: Scale, seed: int, cache_dir: Path | None = None) -> Path:
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return root / workload.name / f"{scale.name}-seed{seed}-v{DATA_VERSION}"
+    key = source_key(workload, scale)
+    return root / workload.name / (f"{scale.name}-seed{seed}-v{DATA_VERSION}" + (f"-src{key}" if key else ""))
 
 
 def materialize(workload: Workload, scale: Scale, seed: int = 0, cache_dir: Path | None = None) -> Path:
