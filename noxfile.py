@@ -33,8 +33,13 @@ def install(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason)."""
     install(session)
-    session.run("pytest", "tests", "--ignore=tests/perf", *session.posargs,
-                env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")})
+    session.run(
+        "pytest",
+        "tests",
+        "--ignore=tests/perf",
+        *session.posargs,
+        env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")},
+    )
 
 
 @nox.session(venv_params=VENV_PARAMS)

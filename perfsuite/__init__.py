@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from perfsuite.augment.recipe import Recipe
     from perfsuite.baselines import BaselineStore
     from perfsuite.faults import FAULTS, get_fault
+    from perfsuite.job import Job, LossHook, job_names, register_job
     from perfsuite.metrics import MetricSpec
     from perfsuite.metrics import names as metric_names
     from perfsuite.metrics import register as register_metric
-    from perfsuite.verdicts import compare_results, compare_timing
-    from perfsuite.job import Job, LossHook, job_names, register_job
     from perfsuite.probes import all_probes
     from perfsuite.probes.base import Probe, RunContext, WindowTimings
     from perfsuite.runner import RunSpec, run
+    from perfsuite.verdicts import compare_results, compare_timing
     from perfsuite.workloads.registry import Sample, Scale, Workload, get_workload, register_workload, workload_names
 
 __version__ = "0.1.0"
@@ -90,7 +90,22 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AugKnobs", "AugmentationError", "BaselineError", "DeviceError", "Fingerprint", "FingerprintMismatch",
-    "JobError", "KnobError", "Knobs", "LoaderKnobs", "Metric", "PerfsuiteError", "PropertyViolation", "Result",
-    "ResultError", "StepKnobs", "WorkloadError", *_LAZY,
+    "AugKnobs",
+    "AugmentationError",
+    "BaselineError",
+    "DeviceError",
+    "Fingerprint",
+    "FingerprintMismatch",
+    "JobError",
+    "KnobError",
+    "Knobs",
+    "LoaderKnobs",
+    "Metric",
+    "PerfsuiteError",
+    "PropertyViolation",
+    "Result",
+    "ResultError",
+    "StepKnobs",
+    "WorkloadError",
+    *_LAZY,
 ]

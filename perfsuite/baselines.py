@@ -27,8 +27,7 @@ from perfsuite.errors import BaselineError, ResultError
 from perfsuite.results import Fingerprint, Result, parse_json
 
 BASELINE_SCHEMA_VERSION = 1
-_RERECORD = ("delete it and re-record it with `pytest --perfsuite-save` (or `nox -s baseline`), which replaces "
-             "it")
+_RERECORD = "delete it and re-record it with `pytest --perfsuite-save` (or `nox -s baseline`), which replaces it"
 _SLUG_MAX = 100
 
 
@@ -67,20 +66,27 @@ def read_baseline_file(path: Path) -> tuple[str, Result]:
 def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
     """(test id, Result) from a baseline file's decoded JSON."""
     if not isinstance(data, dict) or "result" not in data or "test_id" not in data:
-        raise BaselineError(f"baseline {path} is not a baseline file: expected a JSON object with "
-                            "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`")
+        raise BaselineError(
+            f"baseline {path} is not a baseline file: expected a JSON object with "
+            "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`"
+        )
     version = data.get("schema_version")
     if isinstance(version, bool) or version != BASELINE_SCHEMA_VERSION:
-        raise BaselineError(f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
-                            f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
+            f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}"
+        )
     unknown = sorted(str(k) for k in data if k not in ("schema_version", "test_id", "result"))
     if unknown:
-        raise BaselineError(f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
-                            f"holds only schema_version, test_id and result; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
+            f"holds only schema_version, test_id and result; {_RERECORD}"
+        )
     test_id = data["test_id"]
     if not isinstance(test_id, str) or not test_id:
-        raise BaselineError(f"baseline {path}: field 'test_id' is {test_id!r:.60}; it must be the pytest node id "
-                            f"string; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path}: field 'test_id' is {test_id!r:.60}; it must be the pytest node id string; {_RERECORD}"
+        )
     try:
         result = Result.from_dict(data["result"])
     except ResultError as exc:
@@ -154,11 +160,15 @@ class BaselineStore:
             return None
         stored_id, result = read_baseline_file(path)
         if stored_id != test_id:
-            raise BaselineError(f"baseline {path} belongs to test {stored_id!r}, not {test_id!r}; "
-                                "was it copied or renamed by hand? delete it and re-record with `nox -s baseline`")
+            raise BaselineError(
+                f"baseline {path} belongs to test {stored_id!r}, not {test_id!r}; "
+                "was it copied or renamed by hand? delete it and re-record with `nox -s baseline`"
+            )
         if result.fingerprint.key() != key:
-            raise BaselineError(f"baseline {path} was recorded on {result.fingerprint.key()!r} but sits under "
-                                f"{key!r}; move it to {self.root / result.fingerprint.key()} or re-record it")
+            raise BaselineError(
+                f"baseline {path} was recorded on {result.fingerprint.key()!r} but sits under "
+                f"{key!r}; move it to {self.root / result.fingerprint.key()} or re-record it"
+            )
         return result
 
 

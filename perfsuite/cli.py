@@ -40,9 +40,15 @@ def _seed(text: str) -> int:
 
 
 def _add_import_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--import", action="append", default=[], dest="imports", metavar="MODULE",
-                   help="import MODULE first (from the working directory), so the workloads and jobs it registers "
-                        "can be named; repeatable")
+    p.add_argument(
+        "--import",
+        action="append",
+        default=[],
+        dest="imports",
+        metavar="MODULE",
+        help="import MODULE first (from the working directory), so the workloads and jobs it registers "
+        "can be named; repeatable",
+    )
 
 
 def import_modules(names: Sequence[str]) -> None:
@@ -56,8 +62,10 @@ def import_modules(names: Sequence[str]) -> None:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise PerfsuiteError(f"--import {name}: {exc}; give a module importable from {os.getcwd()} "
-                                 "(e.g. --import my_jobs for ./my_jobs.py)") from exc
+            raise PerfsuiteError(
+                f"--import {name}: {exc}; give a module importable from {os.getcwd()} "
+                "(e.g. --import my_jobs for ./my_jobs.py)"
+            ) from exc
 
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,8 +78,11 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cutmix", type=float, default=0.0, help="per-batch probability of paired CutMix")
     p.add_argument("--mixup", type=float, default=0.0, help="MixUp probability (refused for masks)")
     p.add_argument("--seed", type=_seed, default=0, help="dataset and model seed, an integer >= 0")
-    p.add_argument("--cache-dir", default=None, help="where datasets are generated (default: $PERFSUITE_CACHE "
-                   "or ~/.cache/perfsuite)")
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="where datasets are generated (default: $PERFSUITE_CACHE or ~/.cache/perfsuite)",
+    )
     loader = p.add_argument_group("loader knobs")
     loader.add_argument("--workers", type=int, default=2, dest="num_workers")
     loader.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False)
@@ -82,8 +93,13 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     loader.add_argument("--batch-size", type=int, default=None, help="default: the scale's batch size")
     step = p.add_argument_group("step knobs")
     step.add_argument("--amp", type=_amp, default=None, help="none | bf16 | fp16")
-    step.add_argument("--compile", nargs="?", const="default", default=None,
-                      help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)")
+    step.add_argument(
+        "--compile",
+        nargs="?",
+        const="default",
+        default=None,
+        help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)",
+    )
     step.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=False)
     step.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False)
     step.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
@@ -119,8 +135,10 @@ def format_run(result: Any) -> str:
         text = shown if metric.available else f"unavailable ({metric.reason})"
         lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
     syncs = result.metric("syncs_per_step")
-    lines += [f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
-              for site in (syncs.detail.get("sites", []) if syncs.available else [])]
+    lines += [
+        f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        for site in (syncs.detail.get("sites", []) if syncs.available else [])
+    ]
     lines += [f"  note: {note}" for note in result.notes]
     knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
     lines.append(f"  knobs: {knobs}")
@@ -154,10 +172,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from perfsuite.job import is_job_target
     from perfsuite.options import run_lengths
     from perfsuite.runner import RunSpec, run
-
-    from perfsuite.job import is_job_target
 
     import_modules(args.imports)
     scale = args.scale or "smoke"
@@ -169,12 +186,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         _add_run_arguments(defaults)
         default = vars(defaults.parse_args([args.workload]))
         asked = {k: getattr(args, k) for k in FLAT_KNOBS if hasattr(args, k) and getattr(args, k) != default[k]}
-        spec = RunSpec(args.workload, scale=scale, knobs=Knobs(device=knobs_from_args(args).device),
-                       steps=steps, warmup=warmup, observe_steps=observe_steps, seed=args.seed, job_knobs=asked)
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=Knobs(device=knobs_from_args(args).device),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            job_knobs=asked,
+        )
     else:
-        spec = RunSpec(args.workload, scale=scale, knobs=knobs_from_args(args), steps=steps, warmup=warmup,
-                       observe_steps=observe_steps, seed=args.seed,
-                       cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=knobs_from_args(args),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+        )
     result = run(spec)
     print(result.to_json() if args.json else format_run(result))
     return 0

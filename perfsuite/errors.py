@@ -75,8 +75,9 @@ class RunTimeout(PerfsuiteError):
     workers), and ``stacks`` the Python stacks dumped when it fired.
     """
 
-    def __init__(self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (),
-                 stacks: str = "") -> None:
+    def __init__(
+        self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (), stacks: str = ""
+    ) -> None:
         super().__init__(message)
         self.phase = phase
         self.deadline_s = deadline_s

@@ -27,8 +27,9 @@ Without a criterion, ``label_violations`` is unavailable, with that reason.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from perfsuite.errors import DeviceError, JobError
 
@@ -38,8 +39,19 @@ TORCH_DEFAULT = "torch default (not set by the user's code)"
 NOT_APPLIED = "not applied: perfsuite does not change a user's step"
 LOADER_KNOBS = ("batch_size", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "drop_last")
 # Knobs of perfsuite's own step: for a user's job they live in the user's code.
-STEP_KNOBS = ("amp", "compile", "channels_last", "tf32", "cudnn_benchmark", "fused", "log_interval",
-              "eval_interval", "non_blocking", "cutmix", "mixup")
+STEP_KNOBS = (
+    "amp",
+    "compile",
+    "channels_last",
+    "tf32",
+    "cudnn_benchmark",
+    "fused",
+    "log_interval",
+    "eval_interval",
+    "non_blocking",
+    "cutmix",
+    "mixup",
+)
 TARGET_KINDS = ("mask", "label", "keypoints", "none")
 AUG_PLACEMENTS = ("cpu", "gpu", "none")
 
@@ -87,27 +99,37 @@ class Job:
 
     def __post_init__(self) -> None:
         if not callable(self.step):
-            raise JobError(f"Job(step={self.step!r}): step must be a callable step(batch) -> loss tensor; "
-                           "write Job(step=my_train_step, ...)")
+            raise JobError(
+                f"Job(step={self.step!r}): step must be a callable step(batch) -> loss tensor; "
+                "write Job(step=my_train_step, ...)"
+            )
         if (self.loader is None) == (self.dataset is None):
-            raise JobError("a Job takes either loader=your DataLoader or dataset=your Dataset (with loader_kwargs="
-                           "{'batch_size': ..., ...}), exactly one of them")
+            raise JobError(
+                "a Job takes either loader=your DataLoader or dataset=your Dataset (with loader_kwargs="
+                "{'batch_size': ..., ...}), exactly one of them"
+            )
         if self.loader_kwargs and self.loader is not None:
-            raise JobError("loader_kwargs go with dataset=...: a DataLoader handed over as loader= is used as built; "
-                           "drop loader_kwargs or pass dataset= instead")
+            raise JobError(
+                "loader_kwargs go with dataset=...: a DataLoader handed over as loader= is used as built; "
+                "drop loader_kwargs or pass dataset= instead"
+            )
         if self.target_kind not in TARGET_KINDS:
             raise JobError(f"target_kind={self.target_kind!r}; write one of {', '.join(TARGET_KINDS)}")
         if self.aug is not None and self.aug not in AUG_PLACEMENTS:
-            raise JobError(f"aug={self.aug!r}; write one of {', '.join(AUG_PLACEMENTS)} (where your own "
-                           "augmentation runs), or leave it None")
-        if self.num_classes is not None and (isinstance(self.num_classes, bool) or not isinstance(
-                self.num_classes, int) or self.num_classes < 1):
+            raise JobError(
+                f"aug={self.aug!r}; write one of {', '.join(AUG_PLACEMENTS)} (where your own "
+                "augmentation runs), or leave it None"
+            )
+        if self.num_classes is not None and (
+            isinstance(self.num_classes, bool) or not isinstance(self.num_classes, int) or self.num_classes < 1
+        ):
             raise JobError(f"num_classes={self.num_classes!r} must be a positive integer")
         if self.criterion is not None and not hasattr(self.criterion, "register_forward_pre_hook"):
             raise JobError(
                 f"criterion={self.criterion!r} is a plain function, so perfsuite cannot see the targets passed to "
                 "it; wrap it once, criterion = perfsuite.LossHook(your_loss), call that criterion in your step, "
-                "and pass Job(criterion=criterion)")
+                "and pass Job(criterion=criterion)"
+            )
 
 
 class LossHook:
@@ -188,13 +210,18 @@ def check_loss(loss: Any, name: str) -> None:
 
     if isinstance(loss, torch.Tensor):
         if loss.numel() != 1:
-            raise JobError(f"the step of job {name!r} returned a tensor of shape {tuple(loss.shape)}, not a loss; "
-                           "return the scalar training loss (e.g. loss.mean())")
+            raise JobError(
+                f"the step of job {name!r} returned a tensor of shape {tuple(loss.shape)}, not a loss; "
+                "return the scalar training loss (e.g. loss.mean())"
+            )
         return
     shown = repr(loss)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    hint = ("return the loss tensor itself (return loss), not loss.item(): perfsuite must not add a read-back"
-            if isinstance(loss, (float, int)) else "end your step with `return loss`, the loss tensor")
+    hint = (
+        "return the loss tensor itself (return loss), not loss.item(): perfsuite must not add a read-back"
+        if isinstance(loss, (float, int))
+        else "end your step with `return loss`, the loss tensor"
+    )
     raise JobError(f"the step of job {name!r} returned {type(loss).__name__} {shown}, not a loss tensor; {hint}")
 
 
@@ -205,13 +232,18 @@ def read_loader_knobs(loader: Any) -> dict[str, Any]:
     if not isinstance(loader, DataLoader):
         return {}
     batch_size = loader.batch_size
-    drop_last = loader.drop_last
+    drop_last: bool | None = loader.drop_last
     if batch_size is None and loader.batch_sampler is not None:  # a custom batch_sampler
         batch_size = getattr(loader.batch_sampler, "batch_size", None)
         drop_last = getattr(loader.batch_sampler, "drop_last", None)
-    return {"batch_size": batch_size, "num_workers": loader.num_workers, "pin_memory": loader.pin_memory,
-            "persistent_workers": loader.persistent_workers,
-            "prefetch_factor": loader.prefetch_factor if loader.num_workers > 0 else None, "drop_last": drop_last}
+    return {
+        "batch_size": batch_size,
+        "num_workers": loader.num_workers,
+        "pin_memory": loader.pin_memory,
+        "persistent_workers": loader.persistent_workers,
+        "prefetch_factor": loader.prefetch_factor if loader.num_workers > 0 else None,
+        "drop_last": drop_last,
+    }
 
 
 def _device_of(model: Any) -> Any:
@@ -245,42 +277,55 @@ def bind(job: Job, requested: Mapping[str, Any] | None = None, default_device: s
         return BoundJob(job, job.loader, pipeline.device, pipeline.batch_size, job.knobs.flat(), {}, [])
     notes: list[str] = []
     model_device = _device_of(job.model) if job.model is not None else None
-    device = torch.device(job.device) if job.device is not None else (
-        model_device if model_device is not None else torch.device(default_device or "cpu"))
+    device = (
+        torch.device(job.device)
+        if job.device is not None
+        else (model_device if model_device is not None else torch.device(default_device or "cpu"))
+    )
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise DeviceError(f"job {job.name!r} runs on {device} but torch sees no CUDA device; build the job for "
-                          "device='cpu' (a job factory receives the session's device)")
+        raise DeviceError(
+            f"job {job.name!r} runs on {device} but torch sees no CUDA device; build the job for "
+            "device='cpu' (a job factory receives the session's device)"
+        )
     if model_device is not None and not _same_device(model_device, device):
-        raise JobError(f"job {job.name!r}: the model's parameters are on {model_device} but the job runs on "
-                       f"{device}; call model.to({str(device)!r}) before building the optimizer, or write "
-                       f"Job(device={str(model_device)!r})")
+        raise JobError(
+            f"job {job.name!r}: the model's parameters are on {model_device} but the job runs on "
+            f"{device}; call model.to({str(device)!r}) before building the optimizer, or write "
+            f"Job(device={str(model_device)!r})"
+        )
     if default_device is not None and not _same_device(default_device, device):
         notes.append(f"job {job.name!r} runs on {device} (its own device); the session's device is {default_device}")
     for name in STEP_KNOBS + ("aug",):
         if name in requested and not (name == "aug" and requested[name] == job.aug):
             raise JobError(
                 f"{name}={requested[name]!r} asked of job {job.name!r}, but perfsuite does not change a user's step; "
-                f"set {name} in your training code" + (" and declare it with Job(aug=...)" if name == "aug" else "")
-                + f", and drop {name}= here")
+                f"set {name} in your training code"
+                + (" and declare it with Job(aug=...)" if name == "aug" else "")
+                + f", and drop {name}= here"
+            )
     unknown = sorted(set(requested) - set(LOADER_KNOBS) - set(STEP_KNOBS) - {"aug"})
     if unknown:
-        raise JobError(f"unknown knob(s) {', '.join(unknown)} for job {job.name!r}; loader knobs are "
-                       f"{', '.join(LOADER_KNOBS)}")
+        raise JobError(
+            f"unknown knob(s) {', '.join(unknown)} for job {job.name!r}; loader knobs are {', '.join(LOADER_KNOBS)}"
+        )
     sources: dict[str, str] = {}
     if job.loader is not None:
         loader = job.loader
         read = read_loader_knobs(loader)
         for name, value in requested.items():
             if not read:
-                raise JobError(f"{name}={value!r} asked of job {job.name!r}, but its loader is a "
-                               f"{type(loader).__name__}, not a torch DataLoader, so perfsuite can neither read nor "
-                               f"set {name}; drop {name}= here")
+                raise JobError(
+                    f"{name}={value!r} asked of job {job.name!r}, but its loader is a "
+                    f"{type(loader).__name__}, not a torch DataLoader, so perfsuite can neither read nor "
+                    f"set {name}; drop {name}= here"
+                )
             if read[name] != value:
                 raise JobError(
                     f"{name}={value!r} asked of job {job.name!r}, but your DataLoader was built with {name}="
                     f"{read[name]!r}, and perfsuite does not rebuild a DataLoader it was handed: build it with "
                     f"{name}={value!r}, drop {name}= here, or pass Job(dataset=..., loader_kwargs=...) so perfsuite "
-                    "builds the loader")
+                    "builds the loader"
+                )
         for name in LOADER_KNOBS:
             sources[name] = USER if read else f"not known: the loader is a {type(loader).__name__}, not a DataLoader"
     else:
@@ -308,17 +353,21 @@ def bind(job: Job, requested: Mapping[str, Any] | None = None, default_device: s
 
 def call_factory(factory: Callable[..., Any], device: str) -> Job:
     """A job factory takes the session's device (``def my_job(device): ...``) or nothing."""
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         params = {}
-    takes_device = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-                       for p in params.values())
+    takes_device = any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params.values()
+    )
     job = factory(device) if takes_device else factory()
     if not isinstance(job, Job):
-        raise JobError(f"the job factory {getattr(factory, '__name__', factory)!r} returned "
-                       f"{type(job).__name__}, not a Job; end it with `return perfsuite.Job(step=..., loader=..., "
-                       "model=..., optimizer=...)`")
+        raise JobError(
+            f"the job factory {getattr(factory, '__name__', factory)!r} returned "
+            f"{type(job).__name__}, not a Job; end it with `return perfsuite.Job(step=..., loader=..., "
+            "model=..., optimizer=...)`"
+        )
     return job
 
 
@@ -394,9 +443,10 @@ def load_entry_points(group: str = WORKLOAD_GROUP) -> list[str]:
     for ep in _entry_points(group):
         try:
             obj = ep.load()
-        except Exception as exc:  # noqa: BLE001 - name the broken plugin, do not hide it
-            raise JobError(f"entry point {ep.name} = {ep.value} ({group}) failed to load: "
-                           f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({group}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
         if isinstance(obj, type) and issubclass(obj, Workload):
             register_workload(obj)
             names.append(obj.name)
@@ -404,8 +454,10 @@ def load_entry_points(group: str = WORKLOAD_GROUP) -> list[str]:
             register_job(ep.name, obj)
             names.append(ep.name)
         else:
-            raise JobError(f"entry point {ep.name} = {ep.value} ({group}) is a {type(obj).__name__}; point it at "
-                           "a Workload subclass or a job factory returning perfsuite.Job")
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({group}) is a {type(obj).__name__}; point it at "
+                "a Workload subclass or a job factory returning perfsuite.Job"
+            )
     return names
 
 
@@ -418,8 +470,10 @@ def entry_point_probes() -> list[Any]:
         obj = ep.load()
         probe = obj() if callable(obj) else obj
         if not isinstance(probe, Probe):
-            raise JobError(f"entry point {ep.name} = {ep.value} ({PROBE_GROUP}) made a {type(probe).__name__}, "
-                           "not a perfsuite.Probe")
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({PROBE_GROUP}) made a {type(probe).__name__}, "
+                "not a perfsuite.Probe"
+            )
         out.append(probe)
     return out
 
@@ -448,5 +502,6 @@ def resolve(target: Any, device: str) -> Any:
         return target()
     if callable(target):
         return call_factory(target, device)
-    raise JobError(f"cannot run {target!r}: pass a workload name, a Workload, a perfsuite.Job, or a function "
-                   "returning a Job")
+    raise JobError(
+        f"cannot run {target!r}: pass a workload name, a Workload, a perfsuite.Job, or a function returning a Job"
+    )

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from perfsuite.batches import batch_samples
 from perfsuite.errors import PerfsuiteError
 from perfsuite.knobs import Knobs, resolve_for_device
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.batches import batch_samples
 from perfsuite.results import Fingerprint, Metric, Result
 from perfsuite.watchdog import Watchdog, WatchdogConfig
 from perfsuite.workloads.registry import Workload, get_workload
@@ -85,7 +86,7 @@ class _StepClock:
         self.cuda = device.type == "cuda"
         self._events: list[Any] = []
         self._host: list[float] = []
-        self._event_cls = torch.cuda.Event if self.cuda else None
+        self._event_cls: Any = torch.cuda.Event if self.cuda else None
 
     def mark(self) -> None:
         if self.cuda:
@@ -157,8 +158,14 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         workload = target
         scale = workload.scale(spec.scale)
         knobs, notes = resolve_for_device(spec.knobs, torch.cuda.is_available())
-        view = build_pipeline(workload, scale, knobs, seed=spec.seed, cache_dir=spec.cache_dir,
-                              loader_timeout_s=spec.watchdog.loader_timeout())
+        view = build_pipeline(
+            workload,
+            scale,
+            knobs,
+            seed=spec.seed,
+            cache_dir=spec.cache_dir,
+            loader_timeout_s=spec.watchdog.loader_timeout(),
+        )
         if spec.mutate is not None:
             spec.mutate(view)
         job = bind(view.as_job())
@@ -188,7 +195,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             if _mode_depth() != depth:
                 raise PerfsuiteError(
                     "a probe left a torch function or dispatch mode active in the measured window "
-                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()")
+                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
+                )
             with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
                 start = time.perf_counter()
                 clock.mark()
@@ -222,9 +230,18 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         for probe in probes:
             probe.finish()
         batches.close()
-    timings = WindowTimings(start_s=start, end_s=end, steps=spec.steps, batch_size=job.batch_size,
-                            fetch_s=fetch_s, step_ms=clock.durations_ms(), epochs_started=epochs_started,
-                            samples=delivered, host_step_s=host_s, epoch_fetch_ms=epoch_fetch_ms)
+    timings = WindowTimings(
+        start_s=start,
+        end_s=end,
+        steps=spec.steps,
+        batch_size=job.batch_size,
+        fetch_s=fetch_s,
+        step_ms=clock.durations_ms(),
+        epochs_started=epochs_started,
+        samples=delivered,
+        host_step_s=host_s,
+        epoch_fetch_ms=epoch_fetch_ms,
+    )
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
@@ -235,11 +252,23 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         timeline.update(probe.timeline())
     shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
-        workload=job.name, scale=scale.name, knobs=job.knobs, knob_sources=job.knob_sources, metrics=metrics,
-        samples={"step_ms": timings.step_ms, "fetch_ms": [s * 1e3 for s in fetch_s], "data_wait": shares,
-                 "epoch_fetch_ms": epoch_fetch_ms},
-        fingerprint=Fingerprint.collect(str(device)), batch_size=job.batch_size, steps=spec.steps,
-        warmup=spec.warmup, notes=tuple(notes + job.notes), timeline=timeline,
+        workload=job.name,
+        scale=scale.name,
+        knobs=job.knobs,
+        knob_sources=job.knob_sources,
+        metrics=metrics,
+        samples={
+            "step_ms": timings.step_ms,
+            "fetch_ms": [s * 1e3 for s in fetch_s],
+            "data_wait": shares,
+            "epoch_fetch_ms": epoch_fetch_ms,
+        },
+        fingerprint=Fingerprint.collect(str(device)),
+        batch_size=job.batch_size,
+        steps=spec.steps,
+        warmup=spec.warmup,
+        notes=tuple(notes + job.notes),
+        timeline=timeline,
     )
 
 
@@ -260,13 +289,32 @@ def _core_metrics(t: WindowTimings) -> list[Metric]:
     stalls = [i for i, ms in enumerate(t.step_ms) if ms > STALL_FACTOR * p50]
     delivered = t.samples if t.samples else t.steps * t.batch_size
     return [
-        Metric("samples_per_s", delivered / t.wall_s, "samples/s",
-               detail={"wall_s": t.wall_s, "steps": t.steps, "batch_size": t.batch_size, "samples": delivered}),
-        Metric("step_ms", float(p50), "ms", detail={"median": float(p50), "p10": float(p10), "p90": float(p90),
-                                                     "p99": float(p99), "max": float(steps.max()),
-                                                     "iqr": float(q75 - q25), "mean": float(steps.mean())}),
+        Metric(
+            "samples_per_s",
+            delivered / t.wall_s,
+            "samples/s",
+            detail={"wall_s": t.wall_s, "steps": t.steps, "batch_size": t.batch_size, "samples": delivered},
+        ),
+        Metric(
+            "step_ms",
+            float(p50),
+            "ms",
+            detail={
+                "median": float(p50),
+                "p10": float(p10),
+                "p90": float(p90),
+                "p99": float(p99),
+                "max": float(steps.max()),
+                "iqr": float(q75 - q25),
+                "mean": float(steps.mean()),
+            },
+        ),
         Metric("step_ms_p99", float(p99), "ms"),
         Metric("step_ms_max", float(steps.max()), "ms", detail={"step": int(steps.argmax())}),
-        Metric("stalls", len(stalls), "steps", detail={"factor": STALL_FACTOR, "steps": stalls,
-                                                       "ms": [float(t.step_ms[i]) for i in stalls]}),
+        Metric(
+            "stalls",
+            len(stalls),
+            "steps",
+            detail={"factor": STALL_FACTOR, "steps": stalls, "ms": [float(t.step_ms[i]) for i in stalls]},
+        ),
     ]

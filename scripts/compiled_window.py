@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from perfsuite.knobs import Knobs  # noqa: E402
-from perfsuite.probes import all_probes  # noqa: E402
-from perfsuite.probes.base import Probe  # noqa: E402
-from perfsuite.runner import RunSpec, run  # noqa: E402
+from perfsuite.knobs import Knobs
+from perfsuite.probes import all_probes
+from perfsuite.probes.base import Probe
+from perfsuite.runner import RunSpec, run
 
 
 class WindowProfile(Probe):
@@ -51,8 +51,11 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--workload", default="gray_classifier")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--profile", action="store_true", help="also count compiled calls in the window (adds "
-                        "profiler overhead to both arms' windows)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also count compiled calls in the window (adds profiler overhead to both arms' windows)",
+    )
     args = parser.parse_args()
     eager, compiled, calls = [], [], []
     for i in range(args.pairs):
@@ -65,12 +68,16 @@ def main() -> int:
             (compiled if mode == "compiled" else eager).append(rate)
             if mode == "compiled":
                 calls.append(watch.calls)
-            print(f"pair {i + 1} {mode:<8} {rate:8.1f} samples/s" + (f", {watch.calls} compiled calls in the window"
-                                                                     if mode == "compiled" and args.profile else ""),
-                  flush=True)
+            print(
+                f"pair {i + 1} {mode:<8} {rate:8.1f} samples/s"
+                + (f", {watch.calls} compiled calls in the window" if mode == "compiled" and args.profile else ""),
+                flush=True,
+            )
     ratio = statistics.median(compiled) / statistics.median(eager)
-    print(f"median samples/s: eager {statistics.median(eager):.1f}, compiled {statistics.median(compiled):.1f}; "
-          f"compiled/eager x{ratio:.3f}")
+    print(
+        f"median samples/s: eager {statistics.median(eager):.1f}, compiled {statistics.median(compiled):.1f}; "
+        f"compiled/eager x{ratio:.3f}"
+    )
     return 0
 
 

@@ -1,7 +1,6 @@
 """Test data: a dozen tiny faces written as real JPEG/PNG files, once per session."""
 
 import pytest
-
 from make_data import write_dataset
 
 

@@ -1,6 +1,6 @@
 """Face-parsing data: a folder of JPEG photos and PNG label masks with the same stems.
 
-    root/images/0001.jpg   root/masks/0001.png   (mask pixel = class id, 255 = ignore)
+root/images/0001.jpg   root/masks/0001.png   (mask pixel = class id, 255 = ignore)
 """
 
 from __future__ import annotations

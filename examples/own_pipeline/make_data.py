@@ -1,6 +1,6 @@
 """Write a small face-parsing dataset: JPEG photos of drawn "faces" and PNG masks of their parts.
 
-    python make_data.py OUT_DIR [--count 12] [--size 64]
+python make_data.py OUT_DIR [--count 12] [--size 64]
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-PARTS = [(1, (0.2, 0.15, 0.8, 0.9), (224, 180, 150)),   # skin
-         (6, (0.15, 0.05, 0.85, 0.3), (60, 40, 20)),    # hair
-         (3, (0.3, 0.4, 0.42, 0.48), (250, 250, 250)),  # left eye
-         (4, (0.58, 0.4, 0.7, 0.48), (250, 250, 250)),  # right eye
-         (5, (0.45, 0.5, 0.55, 0.65), (200, 150, 120)), # nose
-         (7, (0.38, 0.7, 0.62, 0.78), (180, 60, 70))]   # lips
+PARTS = [
+    (1, (0.2, 0.15, 0.8, 0.9), (224, 180, 150)),  # skin
+    (6, (0.15, 0.05, 0.85, 0.3), (60, 40, 20)),  # hair
+    (3, (0.3, 0.4, 0.42, 0.48), (250, 250, 250)),  # left eye
+    (4, (0.58, 0.4, 0.7, 0.48), (250, 250, 250)),  # right eye
+    (5, (0.45, 0.5, 0.55, 0.65), (200, 150, 120)),  # nose
+    (7, (0.38, 0.7, 0.62, 0.78), (180, 60, 70)),
+]  # lips
 
 
 def write_dataset(out, count=12, size=64, seed=0):

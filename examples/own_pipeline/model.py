@@ -27,8 +27,12 @@ class BiSeNet(nn.Module):
         super().__init__()
         w = width
         self.spatial = nn.Sequential(conv_bn_relu(3, w, 2), conv_bn_relu(w, w, 2), conv_bn_relu(w, 2 * w, 2))
-        self.backbone = nn.Sequential(conv_bn_relu(3, w, 2), conv_bn_relu(w, 2 * w, 2), conv_bn_relu(2 * w, 2 * w, 2),
-                                      conv_bn_relu(2 * w, 4 * w, 2))
+        self.backbone = nn.Sequential(
+            conv_bn_relu(3, w, 2),
+            conv_bn_relu(w, 2 * w, 2),
+            conv_bn_relu(2 * w, 2 * w, 2),
+            conv_bn_relu(2 * w, 4 * w, 2),
+        )
         self.arm = AttentionRefinement(4 * w)
         self.fuse = conv_bn_relu(6 * w, 4 * w)
         self.head = nn.Conv2d(4 * w, num_classes, 1)

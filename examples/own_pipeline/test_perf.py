@@ -1,6 +1,6 @@
 """Perf tests of the face-parsing training job: CPU vs GPU augmentation, same probes, same thresholds."""
-import pytest
 
+import pytest
 from perf_jobs import face_job
 
 

@@ -1,6 +1,6 @@
 """Train the face parser: SGD with parameter groups, a poly learning-rate schedule, the loss logged every iteration.
 
-    python train.py --data DATA_DIR [--epochs 2] [--device cuda]
+python train.py --data DATA_DIR [--epochs 2] [--device cuda]
 """
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 
 import torch
-from torch import nn
-from torch.utils.data import DataLoader
-
 from facedata import FaceParsingDataset
 from model import BiSeNet
+from torch import nn
+from torch.utils.data import DataLoader
 from transforms import train_transforms
 
 NUM_CLASSES = 11  # background, skin, brows, eyes, nose, lips, hair, ...
@@ -71,8 +70,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     dataset = FaceParsingDataset(args.data, transform=train_transforms(IMAGE_SIZE, IGNORE_INDEX))
-    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-                        drop_last=True, pin_memory=args.device.startswith("cuda"))
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.workers,
+        drop_last=True,
+        pin_memory=args.device.startswith("cuda"),
+    )
     model = BiSeNet(NUM_CLASSES).to(args.device)
     optimizer = build_optimizer(model)
     scheduler = poly_schedule(optimizer, max_iter=args.epochs * len(loader))
@@ -82,7 +87,7 @@ def main(argv=None):
     for epoch in range(args.epochs):
         for batch in loader:
             train_step(batch, model, criterion, optimizer, scheduler, args.device, history=history)
-        print(f"epoch {epoch}: loss {sum(history[-len(loader):]) / len(loader):.4f}")
+        print(f"epoch {epoch}: loss {sum(history[-len(loader) :]) / len(loader):.4f}")
     return history
 
 

@@ -29,8 +29,10 @@ class Resize:
         self.size = size
 
     def __call__(self, sample):
-        return {"image": sample["image"].resize((self.size, self.size), Image.BILINEAR),
-                "mask": sample["mask"].resize((self.size, self.size), Image.NEAREST)}
+        return {
+            "image": sample["image"].resize((self.size, self.size), Image.BILINEAR),
+            "mask": sample["mask"].resize((self.size, self.size), Image.NEAREST),
+        }
 
 
 class RandomHorizontalFlip:
@@ -69,7 +71,9 @@ class ColorJitter:
         self.brightness, self.contrast = brightness, contrast
 
     def __call__(self, sample):
-        image = ImageEnhance.Brightness(sample["image"]).enhance(random.uniform(1 - self.brightness, 1 + self.brightness))
+        image = ImageEnhance.Brightness(sample["image"]).enhance(
+            random.uniform(1 - self.brightness, 1 + self.brightness)
+        )
         image = ImageEnhance.Contrast(image).enhance(random.uniform(1 - self.contrast, 1 + self.contrast))
         return {"image": image, "mask": sample["mask"]}
 
@@ -84,8 +88,15 @@ class ToTensor:
 
 
 def train_transforms(size, ignore_index=255):
-    return Compose([Resize(size), RandomScaleCrop(size, ignore_index=ignore_index), RandomHorizontalFlip(),
-                    ColorJitter(), ToTensor()])
+    return Compose(
+        [
+            Resize(size),
+            RandomScaleCrop(size, ignore_index=ignore_index),
+            RandomHorizontalFlip(),
+            ColorJitter(),
+            ToTensor(),
+        ]
+    )
 
 
 def eval_transforms(size):

@@ -16,9 +16,10 @@ signals are counted exactly on steps that do the same work as the window's.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ContextManager
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from perfsuite.job import BoundJob
@@ -89,7 +90,7 @@ class Probe:
     def stop(self) -> None:
         """Measured window ends, or the run failed. Read end-of-window counters here."""
 
-    def observe(self) -> ContextManager[Any]:
+    def observe(self) -> AbstractContextManager[Any]:
         """A context around each observed step, after the window: the only place to instrument."""
         return contextlib.nullcontext()
 

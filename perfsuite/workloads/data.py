@@ -134,8 +134,10 @@ def _publish(tmp: Path, target: Path) -> None:
         with contextlib.suppress(FileNotFoundError):  # another process moved it already
             os.replace(target, aside / "old")
         shutil.rmtree(aside, ignore_errors=True)
-    raise DatasetError(f"could not put the dataset in place at {target}: something keeps recreating it without "
-                       f"its {MANIFEST}; delete {target} and run again")
+    raise DatasetError(
+        f"could not put the dataset in place at {target}: something keeps recreating it without "
+        f"its {MANIFEST}; delete {target} and run again"
+    )
 
 
 def _write_samples(workload: Workload, scale: Scale, seed: int, out: Path) -> None:
@@ -164,9 +166,16 @@ def _write_samples(workload: Workload, scale: Scale, seed: int, out: Path) -> No
         progress.update(index + 1)
     if targets:
         (out / "targets.json").write_text(json.dumps(targets))
-    manifest = {"workload": workload.name, "scale": scale.name, "seed": seed, "data_version": DATA_VERSION,
-                "num_samples": scale.num_samples, "image_size": list(scale.image_size),
-                "target_kind": workload.target_kind, "image_format": workload.image_format}
+    manifest = {
+        "workload": workload.name,
+        "scale": scale.name,
+        "seed": seed,
+        "data_version": DATA_VERSION,
+        "num_samples": scale.num_samples,
+        "image_size": list(scale.image_size),
+        "target_kind": workload.target_kind,
+        "image_format": workload.image_format,
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 

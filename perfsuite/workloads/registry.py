@@ -81,7 +81,8 @@ class Workload(ABC):
         raise WorkloadError(
             f"workload {self.name!r} has no generate(), so perfsuite has no samples to write; define "
             "generate(index, rng, scale), or hand perfsuite your own Dataset and DataLoader as a perfsuite.Job "
-            "(docs/own_job.md)")
+            "(docs/own_job.md)"
+        )
 
     def data_sources(self, scale: Scale) -> list[Any]:
         """Files or folders generate() reads, if any: their size and mtime key the dataset cache."""
@@ -121,10 +122,19 @@ class Workload(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name, "summary": self.summary, "seed": self.seed_doc,
+            "name": self.name,
+            "summary": self.summary,
+            "seed": self.seed_doc,
             "target": self.target_kind,
-            "scales": {n: {"image_size": list(s.image_size), "num_samples": s.num_samples,
-                           "batch_size": s.batch_size, "model": s.model} for n, s in self.scales.items()},
+            "scales": {
+                n: {
+                    "image_size": list(s.image_size),
+                    "num_samples": s.num_samples,
+                    "batch_size": s.batch_size,
+                    "model": s.model,
+                }
+                for n, s in self.scales.items()
+            },
         }
 
 

@@ -58,8 +58,9 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
     """
     watch = WindowProfile()
     knobs = Knobs.from_flat(compile="default", batch_size=40, drop_last=False, **STEP_ONLY)
-    result = run(RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=2, observe_steps=1),
-                 probes=[*all_probes(), watch])
+    result = run(
+        RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=2, observe_steps=1), probes=[*all_probes(), watch]
+    )
     assert watch.compiled_calls >= 4, f"the window ran {watch.compiled_calls} compiled graph calls for 4 steps"
     recompiles = result.metric("recompiles")
     assert recompiles.value == 1 and recompiles.detail["in_window"] == 1, recompiles
@@ -70,8 +71,10 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
 def test_an_eager_window_calls_no_compiled_graph() -> None:
     """The other side: the instrument does not see compiled graphs where there are none."""
     watch = WindowProfile()
-    run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=1),
-        probes=[*all_probes(), watch])
+    run(
+        RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=1),
+        probes=[*all_probes(), watch],
+    )
     assert watch.compiled_calls == 0
 
 
@@ -98,8 +101,10 @@ class ModeLeaker(Probe):
 
 def test_a_probe_that_instruments_the_window_is_refused() -> None:
     with pytest.raises(PerfsuiteError, match="mode active in the measured window"):
-        run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=0, observe_steps=0),
-            probes=[ModeLeaker()])
+        run(
+            RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=0, observe_steps=0),
+            probes=[ModeLeaker()],
+        )
 
 
 def test_observed_steps_come_after_the_window() -> None:
@@ -124,6 +129,8 @@ def test_observed_steps_come_after_the_window() -> None:
         def finish(self):
             calls.append("finish")
 
-    run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=2),
-        probes=[Recorder()])
+    run(
+        RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=2),
+        probes=[Recorder()],
+    )
     assert calls == ["setup", "start", "stop", "observe", "observe", "finish"]

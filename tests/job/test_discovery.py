@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from perfsuite import cli, job as job_mod
+from perfsuite import cli
+from perfsuite import job as job_mod
 from perfsuite.workloads import registry
 
 PLUGIN = '''
@@ -45,13 +46,15 @@ def installed(tmp_path, monkeypatch, isolated):
     info = tmp_path / "ep_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent("""\
         [perfsuite.workloads]
         ep_faces = ep_plugin_mod:make
 
         [perfsuite.probes]
         steps = ep_plugin_mod:Steps
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
@@ -62,7 +65,8 @@ def test_perfsuite_list_shows_an_entry_point_job(installed, capsys):
     assert "ep_faces" in out and "A tiny job shipped by another package." in out
     assert cli.main(["list", "--json"]) == 0
     assert {"name": "ep_faces", "job": True, "summary": "A tiny job shipped by another package."} in json.loads(
-        capsys.readouterr().out)
+        capsys.readouterr().out
+    )
 
 
 def test_an_entry_point_job_runs_from_the_cli_with_entry_point_probes(installed, capsys):

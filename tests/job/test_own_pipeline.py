@@ -20,8 +20,9 @@ import perfsuite
 from perfsuite import JobError, Knobs, RunSpec, run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
-ITEM_LINE = next(i for i, line in enumerate((EXAMPLE / "train.py").read_text().splitlines(), 1)
-                 if "loss.item()" in line)
+ITEM_LINE = next(
+    i for i, line in enumerate((EXAMPLE / "train.py").read_text().splitlines(), 1) if "loss.item()" in line
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,8 @@ def test_user_step_shows_its_own_sync_site_and_loader(example, faces):
     sites = result.metric("syncs_per_step").detail["sites"]
     assert result.value("syncs_per_step") == 1
     assert [(s["op"], s["site"].replace("\\", "/").split("/")[-1], s["per_step"]) for s in sites] == [
-        ("Tensor.item", f"train.py:{ITEM_LINE}", 1.0)]
+        ("Tensor.item", f"train.py:{ITEM_LINE}", 1.0)
+    ]
     # Measured on the user's own DataLoader: its knobs, read back, marked as the user's.
     assert result.metric("data_wait_frac").available and result.value("samples_per_s") > 0
     assert result.metric("samples_per_s").detail["samples"] == 4 * 4 and result.batch_size == 4
@@ -92,11 +94,14 @@ def _tiny(step=None, loader=None, model=None, **kw):
     return perfsuite.Job(step=step or (lambda b: model(b).pow(2).mean()), loader=loader, model=model, **kw)
 
 
-@pytest.mark.parametrize("step, words", [
-    (lambda b: 1.5, "not loss.item()"),
-    (lambda b: None, "return loss"),
-    (lambda b: torch.ones(3, requires_grad=True), "scalar"),
-])
+@pytest.mark.parametrize(
+    "step, words",
+    [
+        (lambda b: 1.5, "not loss.item()"),
+        (lambda b: None, "return loss"),
+        (lambda b: torch.ones(3, requires_grad=True), "scalar"),
+    ],
+)
 def test_a_step_must_return_its_loss_tensor(step, words):
     with pytest.raises(JobError, match=words):
         _run(_tiny(step=step))
@@ -124,8 +129,9 @@ def test_knobs_the_users_loader_contradicts_are_refused():
 
 def test_a_dataset_job_gets_its_loader_knobs_applied_by_perfsuite():
     model = torch.nn.Linear(2, 1)
-    job = perfsuite.Job(step=lambda b: model(b).pow(2).mean(), dataset=torch.randn(8, 2), model=model,
-                        loader_kwargs={"batch_size": 2})
+    job = perfsuite.Job(
+        step=lambda b: model(b).pow(2).mean(), dataset=torch.randn(8, 2), model=model, loader_kwargs={"batch_size": 2}
+    )
     result = _run(job, drop_last=True)
     assert result.knobs["drop_last"] is True and result.knob_sources["drop_last"] == "set by perfsuite"
     assert result.knob_sources["batch_size"] == "set by the user's code"
@@ -147,6 +153,10 @@ def test_reference_workloads_run_through_the_same_contract():
     w = get_workload("gray_classifier")
     job = build_pipeline(w, w.scale("smoke"), Knobs.from_flat(num_workers=0)).as_job()
     assert isinstance(job, perfsuite.Job) and job.pipeline is not None
-    result = run(RunSpec("gray_classifier", knobs=Knobs.from_flat(num_workers=0, aug="none"), steps=2, warmup=0,
-                         observe_steps=0), probes=[])
+    result = run(
+        RunSpec(
+            "gray_classifier", knobs=Knobs.from_flat(num_workers=0, aug="none"), steps=2, warmup=0, observe_steps=0
+        ),
+        probes=[],
+    )
     assert result.knob_sources == {} and result.knobs["num_workers"] == 0

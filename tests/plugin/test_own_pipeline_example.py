@@ -16,8 +16,11 @@ GLUE = ("perf_jobs.py", "test_perf.py", "conftest.py")
 def _code_lines(path: Path) -> int:
     """Lines that are neither blank, comments nor the module docstring."""
     lines = [line.strip() for line in path.read_text().splitlines()]
-    return sum(1 for i, line in enumerate(lines) if line and not line.startswith("#") and not (
-        i == 0 and line.startswith('"""')))
+    return sum(
+        1
+        for i, line in enumerate(lines)
+        if line and not line.startswith("#") and not (i == 0 and line.startswith('"""'))
+    )
 
 
 def test_the_users_code_does_not_import_perfsuite_and_the_glue_is_short():

@@ -36,8 +36,11 @@ def test_every_workload_runs_with_every_augmentation_path(name: str, aug: str) -
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_workload_trains_in_bf16_on_cpu(name: str) -> None:
-    pipeline = build_pipeline(get_workload(name), get_workload(name).scale("smoke"),
-                              Knobs.from_flat(amp="bf16", num_workers=0, log_interval=1))
+    pipeline = build_pipeline(
+        get_workload(name),
+        get_workload(name).scale("smoke"),
+        Knobs.from_flat(amp="bf16", num_workers=0, log_interval=1),
+    )
     batch = next(iter(pipeline.loader))
     x, _ = pipeline.to_device(batch)
     with pipeline.autocast():
@@ -58,8 +61,9 @@ def test_loader_workers_are_real_processes_and_runs_cross_epochs(workers: int) -
 
 def test_knobs_reach_the_dataloader() -> None:
     w = get_workload("face_parsing")
-    knobs = Knobs.from_flat(num_workers=2, persistent_workers=True, prefetch_factor=3, drop_last=False,
-                            batch_size=4, aug="cpu")
+    knobs = Knobs.from_flat(
+        num_workers=2, persistent_workers=True, prefetch_factor=3, drop_last=False, batch_size=4, aug="cpu"
+    )
     p = build_pipeline(w, w.scale("smoke"), knobs)
     assert (p.loader.num_workers, p.loader.persistent_workers, p.loader.prefetch_factor) == (2, True, 3)
     assert p.loader.batch_size == 4 and p.loader.drop_last is False
