@@ -15,7 +15,6 @@ baseline, and an existing baseline is replaced only when asked.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -109,24 +108,9 @@ class BaselineStore:
         path = self.path_for(result.fingerprint, test_id)
         if path.exists() and not overwrite:
             raise _exists_error(path, test_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmpfiles.sweep(path.parent)  # temporaries of saves that were killed
         payload = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id, "result": result.to_dict()}
-        fd, tmp = tmpfiles.make_temp_file(path.parent, path.stem, suffix=".tmp")  # with the umask's mode
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, indent=2)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            if overwrite:
-                os.replace(tmp, path)
-            else:
-                _link_new(tmp, path, test_id)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(path.parent)
-        return path
+        publish = os.replace if overwrite else (lambda tmp, dest: _link_new(tmp, dest, test_id))
+        return tmpfiles.write_json_atomic(path, payload, publish)
 
     def load(self, fingerprint: Fingerprint, test_id: str) -> Result | None:
         """The baseline of ``test_id`` on this fingerprint; None when there is none (reported as new)."""
@@ -189,16 +173,3 @@ def _link_new(tmp: Path, path: Path, test_id: str) -> None:
         if path.exists():
             raise _exists_error(path, test_id) from None
         os.replace(tmp, path)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some platforms cannot fsync a directory; the file itself is already on disk
-    finally:
-        os.close(fd)

@@ -23,12 +23,11 @@ Timing baselines stay per machine (:mod:`perfsuite.baselines`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfsuite import tmpfiles
 from perfsuite.errors import BaselineError
 from perfsuite.results import Fingerprint
 
@@ -113,23 +112,6 @@ class ExactBaselines:
             "torch": torch,
             "tests": {k: dict(sorted(v.items())) for k, v in sorted(self.tests.items())},
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, indent=2)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, self.path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        tmpfiles.write_json_atomic(self.path, payload)
         self.changed = False
         return self.path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

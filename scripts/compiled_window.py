@@ -17,33 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch
 
 from perfsuite.knobs import Knobs
 from perfsuite.probes import all_probes
-from perfsuite.probes.base import Probe
 from perfsuite.runner import RunSpec, run
-
-
-class WindowProfile(Probe):
-    """Counts compiled-graph calls between start() and stop() (the measured window)."""
-
-    name = "window-profile"
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self._prof: torch.profiler.profile | None = None
-
-    def start(self) -> None:
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-        self._prof.__enter__()
-
-    def stop(self) -> None:
-        if self._prof is None:
-            return
-        prof, self._prof = self._prof, None
-        prof.__exit__(None, None, None)
-        self.calls = sum(1 for e in prof.events() if "CompiledFxGraph" in e.name or "Torch-Compiled Region" in e.name)
+from perfsuite.testing import CompiledCallsInWindow
 
 
 def main() -> int:
@@ -61,7 +39,7 @@ def main() -> int:
     for i in range(args.pairs):
         for mode in ("eager", "compiled"):
             knobs = Knobs.from_flat(aug="none", num_workers=0, compile="default" if mode == "compiled" else None)
-            watch = WindowProfile()
+            watch = CompiledCallsInWindow()
             probes = [*all_probes(), watch] if args.profile else all_probes()
             result = run(RunSpec(args.workload, knobs=knobs, steps=args.steps, warmup=3, observe_steps=2), probes)
             rate = float(result.value("samples_per_s"))
