@@ -31,10 +31,17 @@ def install(session: nox.Session) -> None:
 
 @nox.session(venv_params=VENV_PARAMS)
 def tests(session: nox.Session) -> None:
-    """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason)."""
+    """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason), on two xdist workers."""
     install(session)
-    session.run("pytest", "tests", "--ignore=tests/perf", *session.posargs,
-                env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")})
+    session.run(
+        "pytest",
+        "tests",
+        "--ignore=tests/perf",
+        "-n",
+        os.environ.get("PERFSUITE_TEST_WORKERS", "2"),
+        *session.posargs,
+        env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")},
+    )
 
 
 @nox.session(venv_params=VENV_PARAMS)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from perfsuite.adaptive import ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide, round_pairs
+from perfsuite.adaptive import DEFAULT_RULE, ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide
 from perfsuite.errors import PerfsuiteError
 from perfsuite.results import Result
 
@@ -77,17 +77,23 @@ def _git(repo: Path, *args: str) -> str:
 def repo_root(path: Path) -> Path:
     proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ABError(f"{path} is not inside a git repository; run perfsuite ab from your project's clone "
-                      "or pass --repo DIR")
+        raise ABError(
+            f"{path} is not inside a git repository; run perfsuite ab from your project's clone or pass --repo DIR"
+        )
     return Path(proc.stdout.strip())
 
 
 def resolve_rev(repo: Path, rev: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise ABError(f"unknown revision {rev!r} in {repo}; pass a commit, branch or tag, e.g. HEAD~1 or "
-                      "origin/main (for a pull request: `git merge-base origin/main HEAD`)")
+        raise ABError(
+            f"unknown revision {rev!r} in {repo}; pass a commit, branch or tag, e.g. HEAD~1 or "
+            "origin/main (for a pull request: `git merge-base origin/main HEAD`)"
+        )
     return proc.stdout.strip()
 
 
@@ -98,7 +104,7 @@ def _show(repo: Path, sha: str, path: str) -> str | None:
 
 def dependencies(repo: Path, sha: str) -> dict[str, Any]:
     """What a revision installs: pyproject's build requirements, dependencies and extras; requirements files."""
-    import tomllib
+    from perfsuite.settings import tomllib
 
     out: dict[str, Any] = {}
     text = _show(repo, sha, "pyproject.toml")
@@ -114,8 +120,11 @@ def dependencies(repo: Path, sha: str) -> dict[str, Any]:
             out[f"project.optional-dependencies.{extra}"] = sorted(reqs)
     files = _git(repo, "ls-tree", "--name-only", sha).splitlines()
     for name in sorted(f for f in files if f.startswith("requirements") and f.endswith(".txt")):
-        out[name] = sorted(line.strip() for line in (_show(repo, sha, name) or "").splitlines()
-                           if line.strip() and not line.strip().startswith("#"))
+        out[name] = sorted(
+            line.strip()
+            for line in (_show(repo, sha, name) or "").splitlines()
+            if line.strip() and not line.strip().startswith("#")
+        )
     return out
 
 
@@ -150,8 +159,9 @@ class Worktrees:
 
     def __exit__(self, *exc: Any) -> None:
         for path in self.paths.values():
-            subprocess.run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(path)],
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(self.repo), "worktree", "remove", "--force", str(path)], capture_output=True
+            )
         shutil.rmtree(self.tmp, ignore_errors=True)
         subprocess.run(["git", "-C", str(self.repo), "worktree", "prune"], capture_output=True)
 
@@ -179,16 +189,28 @@ def _plugin_args() -> list[str]:
     return ["-p", "perfsuite.plugin"]
 
 
-def run_side(side: str, worktree: Path, pytest_args: Sequence[str], out_dir: Path, python: str,
-             timeout_s: float | None) -> SideRun:
+def run_side(
+    side: str, worktree: Path, pytest_args: Sequence[str], out_dir: Path, python: str, timeout_s: float | None
+) -> SideRun:
     """``python -m pytest <args> --perfsuite-save --perfsuite-baselines <out_dir>`` in the side's worktree."""
     from perfsuite.compare import load_side
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(worktree), *filter(None, [env.get("PYTHONPATH")])])
     env.pop("PYTEST_XDIST_WORKER", None)
-    cmd = [python, "-m", "pytest", *pytest_args, *_plugin_args(), "-p", "no:cacheprovider", "-q",
-           "--perfsuite-save", "--perfsuite-baselines", str(out_dir)]
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        *pytest_args,
+        *_plugin_args(),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--perfsuite-save",
+        "--perfsuite-baselines",
+        str(out_dir),
+    ]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=worktree, env=env, capture_output=True, text=True, timeout=timeout_s)
@@ -212,8 +234,11 @@ def per_run_values(result: Result) -> RunValues:
     batch = max(1, result.batch_size)
     med = float(np.median(steps))
     # The tail relative to the run's own median (a uniformly slower run has the same tail); stalls + 1.
-    extras = {"step_ms_p99": float(np.percentile(steps, 99)) / med, "step_ms_max": float(steps.max()) / med,
-              "stalls": float((steps > 5.0 * med).sum()) + 1.0}
+    extras = {
+        "step_ms_p99": float(np.percentile(steps, 99)) / med,
+        "step_ms_max": float(steps.max()) / med,
+        "stalls": float((steps > 5.0 * med).sum()) + 1.0,
+    }
     for name in SHOWN:
         value = result.value(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -292,20 +317,34 @@ class Progress:
             self.stream.flush()
 
 
-def run_ab(repo: Path, base_rev: str, head_rev: str, pytest_args: Sequence[str], *, rule: ABRule = ABRule(),
-           budget_s: float = DEFAULT_BUDGET_S, max_rounds: int = DEFAULT_MAX_ROUNDS, min_rounds: int = 3,
-           seed: int = 0, same_env: bool = False, python: str | None = None,
-           progress: Progress | None = None) -> ABSession:
+def run_ab(
+    repo: Path,
+    base_rev: str,
+    head_rev: str,
+    pytest_args: Sequence[str],
+    *,
+    rule: ABRule = DEFAULT_RULE,
+    budget_s: float = DEFAULT_BUDGET_S,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    min_rounds: int = 3,
+    seed: int = 0,
+    same_env: bool = False,
+    python: str | None = None,
+    progress: Progress | None = None,
+) -> ABSession:
     """Check out both revisions, run interleaved rounds until decided or out of budget, judge."""
     repo = repo_root(repo)
     base_sha, head_sha = resolve_rev(repo, base_rev), resolve_rev(repo, head_rev)
     changes = dependency_changes(dependencies(repo, base_sha), dependencies(repo, head_sha))
     if changes and not same_env:
-        raise ABError("the dependencies differ between BASE and HEAD (" + "; ".join(changes) + "); perfsuite ab "
-                      "runs both sides in the current environment only when they match. Install what both need "
-                      "and pass --same-env to run them here anyway")
-    env_note = "current environment" + (f" (--same-env; dependencies differ: {'; '.join(changes)})" if changes
-                                        else ", dependencies unchanged")
+        raise ABError(
+            "the dependencies differ between BASE and HEAD (" + "; ".join(changes) + "); perfsuite ab "
+            "runs both sides in the current environment only when they match. Install what both need "
+            "and pass --same-env to run them here anyway"
+        )
+    env_note = "current environment" + (
+        f" (--same-env; dependencies differ: {'; '.join(changes)})" if changes else ", dependencies unchanged"
+    )
     session = ABSession(base_rev, head_rev, base_sha, head_sha, rule, env_note)
     python = python or sys.executable
     start = time.perf_counter()
@@ -329,18 +368,27 @@ def run_ab(repo: Path, base_rev: str, head_rev: str, pytest_args: Sequence[str],
                 if progress:
                     progress.update(_progress_text(loop, r, max_rounds, order, i, start, budget_s))
                 remaining = budget_s * 1.5 - (time.perf_counter() - start)
-                run = run_side(side, trees.paths[side], pytest_args, runs_dir / f"r{r:03d}-{i}{side}", python,
-                               timeout_s=max(60.0, remaining))
+                run = run_side(
+                    side,
+                    trees.paths[side],
+                    pytest_args,
+                    runs_dir / f"r{r:03d}-{i}{side}",
+                    python,
+                    timeout_s=max(60.0, remaining),
+                )
                 session.runs += 1
                 session.run_seconds.append(run.seconds)
                 if not run.results:
                     if r == 0:
-                        raise ABError(f"the {'BASE' if side == 'A' else 'HEAD'} run ({side}, "
-                                      f"{base_rev if side == 'A' else head_rev}) produced no perf results "
-                                      f"(pytest exit {run.returncode}); do the pytest arguments select perf tests "
-                                      f"there? Its output ends:\n{run.log_tail}")
-                    session.problems.append(f"round {r + 1}, run {i + 1} ({side}): no results (pytest exit "
-                                            f"{run.returncode})")
+                        raise ABError(
+                            f"the {'BASE' if side == 'A' else 'HEAD'} run ({side}, "
+                            f"{base_rev if side == 'A' else head_rev}) produced no perf results "
+                            f"(pytest exit {run.returncode}); do the pytest arguments select perf tests "
+                            f"there? Its output ends:\n{run.log_tail}"
+                        )
+                    session.problems.append(
+                        f"round {r + 1}, run {i + 1} ({side}): no results (pytest exit {run.returncode})"
+                    )
                 if run.returncode not in (0, 1) and run.results:
                     session.problems.append(f"round {r + 1}, run {i + 1} ({side}): pytest exit {run.returncode}")
                 first.setdefault(side, run.results)
@@ -357,13 +405,13 @@ def run_ab(repo: Path, base_rev: str, head_rev: str, pytest_args: Sequence[str],
     return session
 
 
-def _progress_text(loop: AdaptiveAB, r: int, max_rounds: int, order: str, i: int, start: float, budget: float,
-                   final: bool = False) -> str:
+def _progress_text(
+    loop: AdaptiveAB, r: int, max_rounds: int, order: str, i: int, start: float, budget: float, final: bool = False
+) -> str:
     decided = len(loop.tracks) - len(loop.pending())
     elapsed = time.perf_counter() - start
     where = "done" if final else f"round {r + 1}/{max_rounds} {order} run {i + 1}/4"
-    return (f"perfsuite ab: {where}; {decided}/{len(loop.tracks) or '?'} tests decided; "
-            f"{elapsed:.0f}/{budget:.0f} s")
+    return f"perfsuite ab: {where}; {decided}/{len(loop.tracks) or '?'} tests decided; {elapsed:.0f}/{budget:.0f} s"
 
 
 def _judge_test(test_id: str, loop: AdaptiveAB, first: Mapping[str, Mapping[str, Result]]) -> TestReport:
@@ -372,8 +420,9 @@ def _judge_test(test_id: str, loop: AdaptiveAB, first: Mapping[str, Mapping[str,
     track = loop.tracks[test_id]
     report = TestReport(test_id, track.decision, track.decided_at)
     for metric, tail_rule in TAIL_RULES.items():
-        pairs = [(b.extras[metric], h.extras[metric]) for b, h in track.pairs
-                 if metric in b.extras and metric in h.extras]
+        pairs = [
+            (b.extras[metric], h.extras[metric]) for b, h in track.pairs if metric in b.extras and metric in h.extras
+        ]
         if pairs:
             report.tails[metric] = decide(pairs, tail_rule)
     for name in SHOWN:
@@ -409,18 +458,36 @@ def _ratio_text(d: Decision) -> str:
 def to_dict(s: ABSession) -> dict[str, Any]:
     return {
         "schema_version": 1,
-        "base": {"rev": s.base_rev, "sha": s.base_sha}, "head": {"rev": s.head_rev, "sha": s.head_sha},
-        "environment": s.env, "rule": {"factor": s.rule.factor, "margin": s.rule.margin, "alpha": s.rule.alpha,
-                                       "confidence": s.rule.confidence, "min_pairs": s.rule.min_pairs},
-        "rounds": len(s.loop.orders) if s.loop else 0, "orders": list(s.loop.orders) if s.loop else [],
-        "runs": s.runs, "elapsed_s": round(s.elapsed_s, 3), "stopped": s.stopped, "problems": s.problems,
+        "base": {"rev": s.base_rev, "sha": s.base_sha},
+        "head": {"rev": s.head_rev, "sha": s.head_sha},
+        "environment": s.env,
+        "rule": {
+            "factor": s.rule.factor,
+            "margin": s.rule.margin,
+            "alpha": s.rule.alpha,
+            "confidence": s.rule.confidence,
+            "min_pairs": s.rule.min_pairs,
+        },
+        "rounds": len(s.loop.orders) if s.loop else 0,
+        "orders": list(s.loop.orders) if s.loop else [],
+        "runs": s.runs,
+        "elapsed_s": round(s.elapsed_s, 3),
+        "stopped": s.stopped,
+        "problems": s.problems,
         "regressed": s.regressed,
-        "tests": [{
-            "test_id": t.test_id, "verdict": t.verdict, "step_ms_per_sample": t.decision.to_dict(),
-            "decided_at_round": t.decided_at, "tails": {m: d.to_dict() for m, d in t.tails.items()},
-            "exact": [v.to_dict() for v in t.exact], "shown": {m: {"base": b, "head": h} for m, (b, h) in t.shown.items()},
-            "missing": t.missing,
-        } for t in s.tests],
+        "tests": [
+            {
+                "test_id": t.test_id,
+                "verdict": t.verdict,
+                "step_ms_per_sample": t.decision.to_dict(),
+                "decided_at_round": t.decided_at,
+                "tails": {m: d.to_dict() for m, d in t.tails.items()},
+                "exact": [v.to_dict() for v in t.exact],
+                "shown": {m: {"base": b, "head": h} for m, (b, h) in t.shown.items()},
+                "missing": t.missing,
+            }
+            for t in s.tests
+        ],
     }
 
 
@@ -447,8 +514,7 @@ def format_markdown(s: ABSession) -> str:
         why = d.reason if d.outcome is not ABOutcome.UNKNOWN else f"{d.reason}; {d.needs}"
         if t.exact_failed:
             why = f"exact: {len(t.exact_failed)} regressed; timing {d.outcome.value}: {why}"
-        lines.append(f"| `{t.test_id}` | **{t.verdict}** | {medians} | {_ratio_text(d)} | {d.pairs} | "
-                     f"{_cell(why)} |")
+        lines.append(f"| `{t.test_id}` | **{t.verdict}** | {medians} | {_ratio_text(d)} | {d.pairs} | {_cell(why)} |")
     details = []
     for t in s.tests:
         for v in t.exact_failed:
@@ -461,8 +527,13 @@ def format_markdown(s: ABSession) -> str:
         lines += ["", "**Exact and tail findings**", "", *details]
     shown = [t for t in s.tests if t.shown or t.tails]
     if shown:
-        lines += ["", "<details><summary>tail, throughput and input efficiency per test (medians over runs)</summary>",
-                  "", "| test | metric | base | head | verdict |", "|---|---|---:|---:|---|"]
+        lines += [
+            "",
+            "<details><summary>tail, throughput and input efficiency per test (medians over runs)</summary>",
+            "",
+            "| test | metric | base | head | verdict |",
+            "|---|---|---:|---:|---|",
+        ]
         for t in shown:
             for m, (b, h) in t.shown.items():
                 lines.append(f"| `{t.test_id}` | {m} | {_num(b)} | {_num(h)} | shown |")
@@ -514,20 +585,31 @@ def _tail_medians(t: TestReport, metric: str, s: ABSession) -> tuple[float | Non
 def add_ab_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="the base revision (a commit, branch or tag; for a PR: its merge base)")
     p.add_argument("head", help="the revision to judge")
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                   help="arguments for pytest in each worktree: the perf tests and their options, e.g. "
-                        "tests/perf -k face_parsing --perfsuite-steps 30 (perfsuite ab's own options go before BASE)")
+    p.add_argument(
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        help="arguments for pytest in each worktree: the perf tests and their options, e.g. "
+        "tests/perf -k face_parsing --perfsuite-steps 30 (perfsuite ab's own options go before BASE)",
+    )
     p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: the current directory)")
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
-                   help=f"time budget: no round starts that would end past it (default {DEFAULT_BUDGET_S:.0f})")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"time budget: no round starts that would end past it (default {DEFAULT_BUDGET_S:.0f})",
+    )
     p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="at most this many rounds of 4 runs")
     p.add_argument("--min-rounds", type=int, default=3, help="at least this many rounds (default 3)")
     p.add_argument("--factor", type=float, default=ABRule.factor, help="a regression must exceed this ratio")
     p.add_argument("--margin", type=float, default=ABRule.margin, help="same: the interval lies within ±margin")
     p.add_argument("--alpha", type=float, default=ABRule.alpha, help="one-sided significance per look")
     p.add_argument("--seed", type=int, default=0, help="seeds the ABBA/BAAB order")
-    p.add_argument("--same-env", action="store_true",
-                   help="run both sides in the current environment even if their dependencies differ")
+    p.add_argument(
+        "--same-env",
+        action="store_true",
+        help="run both sides in the current environment even if their dependencies differ",
+    )
     p.add_argument("--report-md", type=Path, metavar="FILE", help="write the markdown report (for a PR comment)")
     p.add_argument("--report-json", type=Path, metavar="FILE", help="write the JSON report")
     p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
@@ -542,9 +624,19 @@ def cmd_ab(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | No
         if args.max_rounds < 1 or args.min_rounds < 0 or not (args.budget > 0 and math.isfinite(args.budget)):
             raise ABError("--max-rounds must be >= 1, --min-rounds >= 0 and --budget a positive number of seconds")
         rule = ABRule(factor=args.factor, margin=args.margin, alpha=args.alpha)
-        session = run_ab(args.repo, args.base, args.head, pytest_args, rule=rule, budget_s=args.budget,
-                         max_rounds=args.max_rounds, min_rounds=args.min_rounds, seed=args.seed,
-                         same_env=args.same_env, progress=Progress(err))
+        session = run_ab(
+            args.repo,
+            args.base,
+            args.head,
+            pytest_args,
+            rule=rule,
+            budget_s=args.budget,
+            max_rounds=args.max_rounds,
+            min_rounds=args.min_rounds,
+            seed=args.seed,
+            same_env=args.same_env,
+            progress=Progress(err),
+        )
     except PerfsuiteError as exc:
         print(f"perfsuite ab: error: {exc}", file=err)
         return 2

@@ -66,15 +66,22 @@ class ABRule:
     def __post_init__(self) -> None:
         from perfsuite.errors import PerfsuiteError
 
-        if not (math.isfinite(self.factor) and self.factor > 1.0) or not (math.isfinite(self.margin) and
-                                                                           self.margin > 1.0):
-            raise PerfsuiteError(f"factor={self.factor!r}, margin={self.margin!r}: both must be numbers above 1, "
-                                 "e.g. 1.05 for 5%")
+        if not (math.isfinite(self.factor) and self.factor > 1.0) or not (
+            math.isfinite(self.margin) and self.margin > 1.0
+        ):
+            raise PerfsuiteError(
+                f"factor={self.factor!r}, margin={self.margin!r}: both must be numbers above 1, e.g. 1.05 for 5%"
+            )
         if not 0.0 < self.alpha < 0.5 or not 0.5 <= self.confidence < 1.0:
-            raise PerfsuiteError(f"alpha={self.alpha!r} must lie in (0, 0.5) and confidence={self.confidence!r} in "
-                                 "[0.5, 1); write e.g. alpha=0.002, confidence=0.9")
+            raise PerfsuiteError(
+                f"alpha={self.alpha!r} must lie in (0, 0.5) and confidence={self.confidence!r} in "
+                "[0.5, 1); write e.g. alpha=0.002, confidence=0.9"
+            )
         if self.min_pairs < 2:
             raise PerfsuiteError(f"min_pairs={self.min_pairs!r} must be at least 2")
+
+
+DEFAULT_RULE = ABRule()
 
 
 @dataclass(frozen=True)
@@ -116,16 +123,24 @@ def _signed_rank_p(d: Sequence[float], alternative: str) -> float:
     return 1.0 if math.isnan(p) else p
 
 
-def decide(pairs: Sequence[tuple[float, float]], rule: ABRule = ABRule()) -> Decision:
+def decide(pairs: Sequence[tuple[float, float]], rule: ABRule = DEFAULT_RULE) -> Decision:
     """The verdict for (base, head) pairs of positive per-run values (lower is better)."""
     n = len(pairs)
     if any(not (b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)) for b, h in pairs):
-        return Decision(ABOutcome.UNKNOWN, n, reason="a run gave a non-positive or non-finite value",
-                        needs="fix the failing runs; a ratio needs positive times")
+        return Decision(
+            ABOutcome.UNKNOWN,
+            n,
+            reason="a run gave a non-positive or non-finite value",
+            needs="fix the failing runs; a ratio needs positive times",
+        )
     if n < rule.min_pairs:
-        return Decision(ABOutcome.UNKNOWN, n, reason=f"{n} pair(s) so far",
-                        needs=f"at least {rule.min_pairs} pairs ({math.ceil(rule.min_pairs / 2)} rounds)",
-                        more_pairs=rule.min_pairs - n)
+        return Decision(
+            ABOutcome.UNKNOWN,
+            n,
+            reason=f"{n} pair(s) so far",
+            needs=f"at least {rule.min_pairs} pairs ({math.ceil(rule.min_pairs / 2)} rounds)",
+            more_pairs=rule.min_pairs - n,
+        )
     d = [math.log(h) - math.log(b) for b, h in pairs]
     mean = sum(d) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
@@ -135,24 +150,37 @@ def decide(pairs: Sequence[tuple[float, float]], rule: ABRule = ABRule()) -> Dec
     low, high = mean - t_same * se, mean + t_same * se
     p_slower, p_faster = _signed_rank_p(d, "greater"), _signed_rank_p(d, "less")
     log_f, log_m = math.log(rule.factor), math.log(rule.margin)
-    base = dict(pairs=n, ratio=math.exp(mean), low=math.exp(low), high=math.exp(high), p_slower=p_slower,
-                p_faster=p_faster)
+    base = dict(
+        pairs=n, ratio=math.exp(mean), low=math.exp(low), high=math.exp(high), p_slower=p_slower, p_faster=p_faster
+    )
     ci = f"x{math.exp(mean):.3f}, {rule.confidence:.0%} CI x{math.exp(low):.3f}..x{math.exp(high):.3f}, n={n} pairs"
     if mean > log_f and p_slower < rule.alpha and mean - t_sig * se > 0:
-        return Decision(ABOutcome.REGRESSED, reason=f"slower by more than x{rule.factor:g} ({ci}, "
-                        f"p_slower={p_slower:.2g} < {rule.alpha:g})", **base)
+        return Decision(
+            ABOutcome.REGRESSED,
+            reason=f"slower by more than x{rule.factor:g} ({ci}, p_slower={p_slower:.2g} < {rule.alpha:g})",
+            **base,  # type: ignore[arg-type]
+        )
     if mean < -log_f and p_faster < rule.alpha and mean + t_sig * se < 0:
-        return Decision(ABOutcome.IMPROVED, reason=f"faster by more than x{rule.factor:g} ({ci}, "
-                        f"p_faster={p_faster:.2g} < {rule.alpha:g})", **base)
+        return Decision(
+            ABOutcome.IMPROVED,
+            reason=f"faster by more than x{rule.factor:g} ({ci}, p_faster={p_faster:.2g} < {rule.alpha:g})",
+            **base,  # type: ignore[arg-type]
+        )
     if -log_m <= low and high <= log_m:
-        return Decision(ABOutcome.SAME, reason=f"within x{1 / rule.margin:.3g}..x{rule.margin:g} ({ci})", **base)
+        return Decision(ABOutcome.SAME, reason=f"within x{1 / rule.margin:.3g}..x{rule.margin:g} ({ci})", **base)  # type: ignore[arg-type]
     more, needs = _what_would_decide(mean, sd, n, rule, t_same, t_sig, p_slower, p_faster)
-    return Decision(ABOutcome.UNKNOWN, reason=f"undecided ({ci}, p_slower={p_slower:.2g})", needs=needs,
-                    more_pairs=more, **base)
+    return Decision(
+        ABOutcome.UNKNOWN,
+        reason=f"undecided ({ci}, p_slower={p_slower:.2g})",
+        needs=needs,
+        more_pairs=more,
+        **base,  # type: ignore[arg-type]
+    )
 
 
-def _what_would_decide(mean: float, sd: float, n: int, rule: ABRule, t_same: float, t_sig: float,
-                       p_slower: float, p_faster: float) -> tuple[int | None, str]:
+def _what_would_decide(
+    mean: float, sd: float, n: int, rule: ABRule, t_same: float, t_sig: float, p_slower: float, p_faster: float
+) -> tuple[int | None, str]:
     """Pairs needed, at the current mean and spread, for the interval to fit the margin or the effect to be
     significant; whichever comes first."""
     log_f, log_m = math.log(rule.factor), math.log(rule.margin)
@@ -162,18 +190,26 @@ def _what_would_decide(mean: float, sd: float, n: int, rule: ABRule, t_same: flo
     room = log_m - abs(mean)
     if room > 0:
         need = math.ceil((t_same * sd / room) ** 2)
-        options.append((max(need - n, 1), f"same, once the interval fits within x{1 / rule.margin:.3g}.."
-                        f"x{rule.margin:g} (about {need} pairs at spread {sd:.3f})"))
+        options.append(
+            (
+                max(need - n, 1),
+                f"same, once the interval fits within x{1 / rule.margin:.3g}.."
+                f"x{rule.margin:g} (about {need} pairs at spread {sd:.3f})",
+            )
+        )
     if abs(mean) > log_f:
         need = math.ceil((t_sig * sd / abs(mean)) ** 2)
         # a signed-rank p below alpha needs at least log2(1/alpha) pairs
         need = max(need, math.ceil(math.log2(1 / rule.alpha)), n + 1)
         word = "regressed" if mean > 0 else "improved"
-        options.append((need - n, f"{word}, if x{math.exp(mean):.3f} holds until p < {rule.alpha:g} "
-                        f"(about {need} pairs)"))
+        options.append(
+            (need - n, f"{word}, if x{math.exp(mean):.3f} holds until p < {rule.alpha:g} (about {need} pairs)")
+        )
     if not options:
-        return None, (f"the estimate x{math.exp(mean):.3f} lies between the margin x{rule.margin:g} and the "
-                      f"regression factor x{rule.factor:g}; more pairs narrow it, a smaller factor would decide")
+        return None, (
+            f"the estimate x{math.exp(mean):.3f} lies between the margin x{rule.margin:g} and the "
+            f"regression factor x{rule.factor:g}; more pairs narrow it, a smaller factor would decide"
+        )
     more, text = min(options)
     return more, f"about {more} more pairs ({math.ceil(more / 2)} rounds): {text}"
 
@@ -221,7 +257,7 @@ class TestTrack:
 class AdaptiveAB:
     """Feed rounds with :meth:`add_round`; :meth:`pending` lists the tests still unknown."""
 
-    def __init__(self, rule: ABRule = ABRule(), seed: int = 0) -> None:
+    def __init__(self, rule: ABRule = DEFAULT_RULE, seed: int = 0) -> None:
         self.rule = rule
         self.rng = random.Random(seed)
         self.tracks: dict[str, TestTrack] = {}
@@ -250,9 +286,14 @@ class AdaptiveAB:
         return bool(self.tracks) and not self.pending()
 
 
-def run_loop(measure: Callable[[str, int], Mapping[str, Sequence[RunValues | None]]], rule: ABRule = ABRule(),
-             seed: int = 0, min_rounds: int = 3, max_rounds: int = 20,
-             keep_going: Callable[[AdaptiveAB], bool] | None = None) -> AdaptiveAB:
+def run_loop(
+    measure: Callable[[str, int], Mapping[str, Sequence[RunValues | None]]],
+    rule: ABRule = DEFAULT_RULE,
+    seed: int = 0,
+    min_rounds: int = 3,
+    max_rounds: int = 20,
+    keep_going: Callable[[AdaptiveAB], bool] | None = None,
+) -> AdaptiveAB:
     """The adaptive loop: rounds until every test is decided, ``max_rounds``, or ``keep_going`` says stop.
 
     ``measure(order, round_index)`` runs one round in ``order`` and returns

@@ -15,7 +15,6 @@ baseline, and an existing baseline is replaced only when asked.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -27,8 +26,7 @@ from perfsuite.errors import BaselineError, ResultError
 from perfsuite.results import Fingerprint, Result, parse_json
 
 BASELINE_SCHEMA_VERSION = 1
-_RERECORD = ("delete it and re-record it with `pytest --perfsuite-save` (or `nox -s baseline`), which replaces "
-             "it")
+_RERECORD = "delete it and re-record it with `pytest --perfsuite-save` (or `nox -s baseline`), which replaces it"
 _SLUG_MAX = 100
 
 
@@ -65,7 +63,7 @@ def read_baseline_file(path: Path) -> tuple[str, Result]:
 
 
 def parse_baseline_runs(data: Any, path: Path | str) -> list[Result]:
-    """Every run a baseline file holds, oldest first: its ``runs`` (``--perfsuite-baseline-runs N``), else its result."""
+    """Every run a baseline file holds, oldest first: its ``runs`` (``--perfsuite-baseline-runs N``), else result."""
     _, newest = parse_baseline(data, path)
     runs = data.get("runs")
     if runs is None:
@@ -84,20 +82,27 @@ def parse_baseline_runs(data: Any, path: Path | str) -> list[Result]:
 def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
     """(test id, Result) from a baseline file's decoded JSON."""
     if not isinstance(data, dict) or "result" not in data or "test_id" not in data:
-        raise BaselineError(f"baseline {path} is not a baseline file: expected a JSON object with "
-                            "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`")
+        raise BaselineError(
+            f"baseline {path} is not a baseline file: expected a JSON object with "
+            "'schema_version', 'test_id' and 'result'; re-record it with `nox -s baseline`"
+        )
     version = data.get("schema_version")
     if isinstance(version, bool) or version != BASELINE_SCHEMA_VERSION:
-        raise BaselineError(f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
-                            f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
+            f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}"
+        )
     unknown = sorted(str(k) for k in data if k not in ("schema_version", "test_id", "result", "runs"))
     if unknown:
-        raise BaselineError(f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
-                            f"holds only schema_version, test_id, result and runs; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
+            f"holds only schema_version, test_id, result and runs; {_RERECORD}"
+        )
     test_id = data["test_id"]
     if not isinstance(test_id, str) or not test_id:
-        raise BaselineError(f"baseline {path}: field 'test_id' is {test_id!r:.60}; it must be the pytest node id "
-                            f"string; {_RERECORD}")
+        raise BaselineError(
+            f"baseline {path}: field 'test_id' is {test_id!r:.60}; it must be the pytest node id string; {_RERECORD}"
+        )
     try:
         result = Result.from_dict(data["result"])
     except ResultError as exc:
@@ -125,30 +130,18 @@ class BaselineStore:
         path = self.path_for(result.fingerprint, test_id)
         if path.exists() and not overwrite:
             raise _exists_error(path, test_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmpfiles.sweep(path.parent)  # temporaries of saves that were killed
-        payload: dict[str, Any] = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id,
-                                   "result": result.to_dict()}
+        payload: dict[str, Any] = {
+            "schema_version": BASELINE_SCHEMA_VERSION,
+            "test_id": test_id,
+            "result": result.to_dict(),
+        }
         if keep_runs > 1:
             earlier = self.load_runs(result.fingerprint, test_id) if path.exists() else []
             runs = [*earlier, result][-keep_runs:]
             if len(runs) > 1:
                 payload["runs"] = [r.to_dict() for r in runs]
-        fd, tmp = tmpfiles.make_temp_file(path.parent, path.stem, suffix=".tmp")  # with the umask's mode
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, indent=2)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            if overwrite:
-                os.replace(tmp, path)
-            else:
-                _link_new(tmp, path, test_id)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(path.parent)
-        return path
+        publish = os.replace if overwrite else (lambda tmp, dest: _link_new(tmp, dest, test_id))
+        return tmpfiles.write_json_atomic(path, payload, publish)
 
     def load(self, fingerprint: Fingerprint, test_id: str) -> Result | None:
         """The baseline of ``test_id`` on this fingerprint; None when there is none (reported as new)."""
@@ -189,11 +182,15 @@ class BaselineStore:
             return None
         stored_id, result = read_baseline_file(path)
         if stored_id != test_id:
-            raise BaselineError(f"baseline {path} belongs to test {stored_id!r}, not {test_id!r}; "
-                                "was it copied or renamed by hand? delete it and re-record with `nox -s baseline`")
+            raise BaselineError(
+                f"baseline {path} belongs to test {stored_id!r}, not {test_id!r}; "
+                "was it copied or renamed by hand? delete it and re-record with `nox -s baseline`"
+            )
         if result.fingerprint.key() != key:
-            raise BaselineError(f"baseline {path} was recorded on {result.fingerprint.key()!r} but sits under "
-                                f"{key!r}; move it to {self.root / result.fingerprint.key()} or re-record it")
+            raise BaselineError(
+                f"baseline {path} was recorded on {result.fingerprint.key()!r} but sits under "
+                f"{key!r}; move it to {self.root / result.fingerprint.key()} or re-record it"
+            )
         return result
 
 
@@ -214,16 +211,3 @@ def _link_new(tmp: Path, path: Path, test_id: str) -> None:
         if path.exists():
             raise _exists_error(path, test_id) from None
         os.replace(tmp, path)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some platforms cannot fsync a directory; the file itself is already on disk
-    finally:
-        os.close(fd)

@@ -22,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perfsuite import metrics
 from perfsuite.errors import PerfsuiteError
@@ -55,14 +55,15 @@ class Catch:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Catch:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- running
 
 
-def spec_for(ref: Reference, *, device: str = "cpu", fault: Fault | None = None, cache_dir: Path | None = None,
-             seed: int = 0) -> Any:
+def spec_for(
+    ref: Reference, *, device: str = "cpu", fault: Fault | None = None, cache_dir: Path | None = None, seed: int = 0
+) -> Any:
     """The RunSpec of a reference, with a fault injected if given."""
     from perfsuite.runner import RunSpec
 
@@ -72,12 +73,27 @@ def spec_for(ref: Reference, *, device: str = "cpu", fault: Fault | None = None,
         if missing:
             raise PerfsuiteError(missing)
         knobs = fault.apply(knobs)
-    return RunSpec(ref.workload, "smoke", knobs, steps=ref.steps, warmup=ref.warmup, observe_steps=ref.observe_steps,
-                   seed=seed, cache_dir=cache_dir, mutate=fault.mutate if fault and fault.mutation else None)
+    return RunSpec(
+        ref.workload,
+        "smoke",
+        knobs,
+        steps=ref.steps,
+        warmup=ref.warmup,
+        observe_steps=ref.observe_steps,
+        seed=seed,
+        cache_dir=cache_dir,
+        mutate=fault.mutate if fault and fault.mutation else None,
+    )
 
 
-def run_reference(ref: Reference | str, *, device: str = "cpu", fault: Fault | str | None = None,
-                  cache_dir: Path | None = None, probes: Sequence[Any] | None = None) -> Result:
+def run_reference(
+    ref: Reference | str,
+    *,
+    device: str = "cpu",
+    fault: Fault | str | None = None,
+    cache_dir: Path | None = None,
+    probes: Sequence[Any] | None = None,
+) -> Result:
     """Run a reference (or a fault applied to it) with every probe attached."""
     from perfsuite.runner import run
 
@@ -95,8 +111,9 @@ def refusal(fault: Fault, *, device: str = "cpu", cache_dir: Path | None = None)
     ref = REFERENCES[fault.reference]
     try:
         knobs = ref.knobs(device).replace(**fault.refused)
-        spec = dataclasses.replace(spec_for(ref, device=device, cache_dir=cache_dir), knobs=knobs, steps=2,
-                                   warmup=0, observe_steps=0)
+        spec = dataclasses.replace(
+            spec_for(ref, device=device, cache_dir=cache_dir), knobs=knobs, steps=2, warmup=0, observe_steps=0
+        )
         run(spec, probes=[])  # build_pipeline refuses before anything heavy happens
     except PerfsuiteError as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -117,15 +134,21 @@ def decide(fault: Fault, base: Result, head: Result) -> Catch:
     verdict = next((v for v in verdicts if v.metric == fault.signal), None)
     if verdict is None:
         b, h = base.metric(fault.signal), head.metric(fault.signal)
-        return Catch(fault.name, fault.signal, fault.device, False,
-                     f"not caught: {fault.signal} unavailable on both sides ({h.reason or b.reason})")
+        return Catch(
+            fault.name,
+            fault.signal,
+            fault.device,
+            False,
+            f"not caught: {fault.signal} unavailable on both sides ({h.reason or b.reason})",
+        )
     label = metrics.family(fault.signal)
     if verdict.failed:
         message = f"{label}: {verdict.message} ({fault.cause})"
     else:
         message = f"not caught ({verdict.outcome}): {verdict.message}"
-    return Catch(fault.name, fault.signal, fault.device, verdict.failed, message, _plain(verdict.base),
-                 _plain(verdict.head))
+    return Catch(
+        fault.name, fault.signal, fault.device, verdict.failed, message, _plain(verdict.base), _plain(verdict.head)
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -158,20 +181,30 @@ class CatchReport:
         return sum(a["false_alarms"] for a in self.aa.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": self.schema, "machine": self.machine, "device": self.device,
-                "references": {n: self.references[n] for n in sorted(self.references)},
-                "catches": {n: c.to_dict() for n, c in sorted(self.catches.items())},
-                "aa": {n: self.aa[n] for n in sorted(self.aa)},
-                "results": {k: self.results[k].to_dict() for k in sorted(self.results)}}
+        return {
+            "schema": self.schema,
+            "machine": self.machine,
+            "device": self.device,
+            "references": {n: self.references[n] for n in sorted(self.references)},
+            "catches": {n: c.to_dict() for n, c in sorted(self.catches.items())},
+            "aa": {n: self.aa[n] for n in sorted(self.aa)},
+            "results": {k: self.results[k].to_dict() for k in sorted(self.results)},
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CatchReport:
         if data.get("schema") != SCHEMA:
-            raise PerfsuiteError(f"catch results schema {data.get('schema')!r}; regenerate with "
-                                 "`python scripts/catch_table.py --run`")
-        return cls({n: Catch.from_dict(c) for n, c in data["catches"].items()}, dict(data["aa"]),
-                   data.get("machine", ""), data.get("device", "cpu"), dict(data.get("references", {})),
-                   {k: Result.from_dict(r) for k, r in data.get("results", {}).items()})
+            raise PerfsuiteError(
+                f"catch results schema {data.get('schema')!r}; regenerate with `python scripts/catch_table.py --run`"
+            )
+        return cls(
+            {n: Catch.from_dict(c) for n, c in data["catches"].items()},
+            dict(data["aa"]),
+            data.get("machine", ""),
+            data.get("device", "cpu"),
+            dict(data.get("references", {})),
+            {k: Result.from_dict(r) for k, r in data.get("results", {}).items()},
+        )
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,11 +220,16 @@ def rejudge(report: CatchReport) -> CatchReport:
     catches = dict(report.catches)
     for name, catch in report.catches.items():
         fault = FAULTS.get(name)
-        base, head = report.results.get(f"ref:{fault.reference}") if fault else None, report.results.get(f"fault:{name}")
+        base, head = (
+            report.results.get(f"ref:{fault.reference}") if fault else None,
+            report.results.get(f"fault:{name}"),
+        )
         if fault is not None and base is not None and head is not None:
             catches[name] = dataclasses.replace(decide(fault, base, head), refused=catch.refused)
-    aa = {ref: _aa_record(ref, report.results, [FAULTS[n] for n in rec["faults"] if n in FAULTS])
-          for ref, rec in report.aa.items()}
+    aa = {
+        ref: _aa_record(ref, report.results, [FAULTS[n] for n in rec["faults"] if n in FAULTS])
+        for ref, rec in report.aa.items()
+    }
     return dataclasses.replace(report, catches=catches, aa=aa)
 
 
@@ -216,8 +254,14 @@ def runnable(fault: Fault, device: str) -> bool:
     return fault.device == "cpu" or device.startswith("cuda")
 
 
-def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_runs: int = 5,
-              cache_dir: Path | None = None, log: Callable[[str], None] = lambda s: None) -> CatchReport:
+def self_test(
+    names: Iterable[str] | None = None,
+    *,
+    device: str = "cpu",
+    aa_runs: int = 5,
+    cache_dir: Path | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> CatchReport:
     """Run each reference once, each fault once, then ``aa_runs`` more runs of each reference (A/A)."""
     from perfsuite.results import Fingerprint
 
@@ -233,12 +277,14 @@ def self_test(names: Iterable[str] | None = None, *, device: str = "cpu", aa_run
     for fault in faults:
         refused = refusal(fault, device=device, cache_dir=cache_dir)
         if not runnable(fault, device):
-            report.catches[fault.name] = Catch(fault.name, fault.signal, fault.device, None,
-                                               f"{NOT_HERE} ({fault.why_device})", refused=refused)
+            report.catches[fault.name] = Catch(
+                fault.name, fault.signal, fault.device, None, f"{NOT_HERE} ({fault.why_device})", refused=refused
+            )
             continue
         log(f"fault {fault.name}")
-        head = report.results[f"fault:{fault.name}"] = run_reference(fault.reference, device=device, fault=fault,
-                                                                    cache_dir=cache_dir)
+        head = report.results[f"fault:{fault.name}"] = run_reference(
+            fault.reference, device=device, fault=fault, cache_dir=cache_dir
+        )
         report.catches[fault.name] = dataclasses.replace(decide(fault, base[ref_of(fault)], head), refused=refused)
     for ref in refs:
         for i in range(aa_runs):
@@ -254,8 +300,13 @@ def ref_of(fault: Fault) -> str:
 
 def describe_reference(ref: Reference) -> dict[str, Any]:
     """What a recorded self-test ran as a reference: a stale record shows up as a difference."""
-    return {"workload": ref.workload, "knobs": dict(ref.flat), "steps": ref.steps, "warmup": ref.warmup,
-            "observe_steps": ref.observe_steps}
+    return {
+        "workload": ref.workload,
+        "knobs": dict(ref.flat),
+        "steps": ref.steps,
+        "warmup": ref.warmup,
+        "observe_steps": ref.observe_steps,
+    }
 
 
 # --------------------------------------------------------------------------- the table
@@ -267,8 +318,9 @@ def _cell(text: str) -> str:
 
 def render_table(report: CatchReport) -> str:
     """The catch table (markdown): one row per catalog fault, A/A figures above it."""
-    aa = ", ".join(f"{name} {a['runs']} runs / {a['false_alarms']} false alarms"
-                   for name, a in sorted(report.aa.items()))
+    aa = ", ".join(
+        f"{name} {a['runs']} runs / {a['false_alarms']} false alarms" for name, a in sorted(report.aa.items())
+    )
     lines = [
         f"Generated by `python scripts/catch_table.py --run` on `{report.machine}` (device {report.device}): "
         "each row is the verdict of `perfsuite.verdicts.compare_results` (the engine the plugin and "
@@ -293,9 +345,22 @@ def render_table(report: CatchReport) -> str:
             message = catch.message
         if catch is not None and catch.refused:
             message += f" Config form refused up front: {catch.refused.splitlines()[0][:160]}"
-        lines.append("| " + " | ".join(_cell(c) for c in (
-            f"`{name}`", fault.seed, f"`{fault.change}`", f"`{fault.signal}` ({fault.rule})", fault.device, caught,
-            message)) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(c)
+                for c in (
+                    f"`{name}`",
+                    fault.seed,
+                    f"`{fault.change}`",
+                    f"`{fault.signal}` ({fault.rule})",
+                    fault.device,
+                    caught,
+                    message,
+                )
+            )
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from perfsuite.results import Result
     from perfsuite.verdicts import Verdict
 
+
 @dataclass(frozen=True)
 class Cause:
     """A label (``data-bound``) and the knobs or call sites that explain it."""
@@ -200,10 +201,14 @@ def _bytes(knobs: Mapping[str, Any], result: Result) -> list[str]:
     by = result.metric("h2d_bytes_per_step").detail.get("by") or {}
     out = []
     if by:
-        out.append("bytes by dtype now: " + ", ".join(f"{k} {v:g}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])))
+        out.append(
+            "bytes by dtype now: " + ", ".join(f"{k} {v:g}" for k, v in sorted(by.items(), key=lambda kv: -kv[1]))
+        )
     wide = [d for d in ("float64", "int64") if by.get(d)]
     if wide:
-        out.append(f"{'/'.join(wide)} tensors cross to the device: ship uint8 (images, masks) and convert on the device")
+        out.append(
+            f"{'/'.join(wide)} tensors cross to the device: ship uint8 (images, masks) and convert on the device"
+        )
     return out
 
 
@@ -216,8 +221,12 @@ def _work(knobs: Mapping[str, Any], result: Result) -> list[str]:
 def _format(knobs: Mapping[str, Any], result: Result) -> list[str]:
     fmt = result.value("input_format")
     out = [str(fmt)] if fmt else []
-    if fmt and "input" in str(fmt) and "channels_last" in str(fmt).split(";")[0] and \
-            "channels_last" not in str(fmt).split(";")[-1]:
+    if (
+        fmt
+        and "input" in str(fmt)
+        and "channels_last" in str(fmt).split(";")[0]
+        and "channels_last" not in str(fmt).split(";")[-1]
+    ):
         out.append("a channels_last input to a contiguous (NCHW) model: every convolution converts it back")
     return out
 
@@ -234,10 +243,20 @@ def _tail(knobs: Mapping[str, Any], result: Result) -> list[str]:
 
 
 _FINDERS = {
-    "data-bound": _data_bound, "GPU underfed": _underfed, "slow steps": _slow, "host syncs": _syncs,
-    "graph breaks": _graph_breaks, "recompiles": _recompiles, "slow compile": _compile_time,
-    "AMP not engaged": _amp, "memory": _memory, "misaligned targets": _labels,
-    "more bytes copied": _bytes, "more work per step": _work, "input format": _format, "AMP misused": _amp_misuse,
+    "data-bound": _data_bound,
+    "GPU underfed": _underfed,
+    "slow steps": _slow,
+    "host syncs": _syncs,
+    "graph breaks": _graph_breaks,
+    "recompiles": _recompiles,
+    "slow compile": _compile_time,
+    "AMP not engaged": _amp,
+    "memory": _memory,
+    "misaligned targets": _labels,
+    "more bytes copied": _bytes,
+    "more work per step": _work,
+    "input format": _format,
+    "AMP misused": _amp_misuse,
     "step-time tail": _tail,
 }
 

@@ -39,17 +39,50 @@ def _seed(text: str) -> int:
     return value
 
 
+def _add_import_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--import",
+        action="append",
+        default=[],
+        dest="imports",
+        metavar="MODULE",
+        help="import MODULE first (from the working directory), so the workloads and jobs it registers "
+        "can be named; repeatable",
+    )
+
+
+def import_modules(names: Sequence[str]) -> None:
+    """Import the modules given with --import, the working directory first on sys.path."""
+    import importlib
+    import os
+
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise PerfsuiteError(
+                f"--import {name}: {exc}; give a module importable from {os.getcwd()} "
+                "(e.g. --import my_jobs for ./my_jobs.py)"
+            ) from exc
+
+
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     from perfsuite.options import add_cli_arguments
 
-    p.add_argument("workload", help="a workload name (see `perfsuite list`)")
+    p.add_argument("workload", help="a workload or job name (see `perfsuite list`)")
+    _add_import_argument(p)
     add_cli_arguments(p)  # --scale, --device, --steps, --warmup, --observe-steps: the plugin's table and defaults
     p.add_argument("--aug", default="gpu", help="where augmentation runs: cpu | gpu | none (gpu = on --device)")
     p.add_argument("--cutmix", type=float, default=0.0, help="per-batch probability of paired CutMix")
     p.add_argument("--mixup", type=float, default=0.0, help="MixUp probability (refused for masks)")
     p.add_argument("--seed", type=_seed, default=0, help="dataset and model seed, an integer >= 0")
-    p.add_argument("--cache-dir", default=None, help="where datasets are generated (default: $PERFSUITE_CACHE "
-                   "or ~/.cache/perfsuite)")
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="where datasets are generated (default: $PERFSUITE_CACHE or ~/.cache/perfsuite)",
+    )
     loader = p.add_argument_group("loader knobs")
     loader.add_argument("--workers", type=int, default=2, dest="num_workers")
     loader.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False)
@@ -60,8 +93,13 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     loader.add_argument("--batch-size", type=int, default=None, help="default: the scale's batch size")
     step = p.add_argument_group("step knobs")
     step.add_argument("--amp", type=_amp, default=None, help="none | bf16 | fp16")
-    step.add_argument("--compile", nargs="?", const="default", default=None,
-                      help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)")
+    step.add_argument(
+        "--compile",
+        nargs="?",
+        const="default",
+        default=None,
+        help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)",
+    )
     step.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=False)
     step.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False)
     step.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
@@ -96,19 +134,33 @@ def format_run(result: Any) -> str:
         shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
         text = shown if metric.available else f"unavailable ({metric.reason})"
         lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+    syncs = result.metric("syncs_per_step")
+    lines += [
+        f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        for site in (syncs.detail.get("sites", []) if syncs.available else [])
+    ]
     lines += [f"  note: {note}" for note in result.notes]
     knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
     lines.append(f"  knobs: {knobs}")
+    by_source: dict[str, list[str]] = {}
+    for name, source in result.knob_sources.items():
+        by_source.setdefault(source, []).append(name)
+    lines += [f"  {source}: {', '.join(names)}" for source, names in by_source.items()]
     return "\n".join(lines)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from perfsuite.job import job_names, job_summary
     from perfsuite.workloads import get_workload, workload_names
 
+    import_modules(args.imports)
+    jobs = [{"name": name, "job": True, "summary": job_summary(name)} for name in job_names()]
     rows = [get_workload(name).describe() for name in workload_names()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows + jobs, indent=2))
         return 0
+    for job in jobs:
+        print(f"{job['name']:<18} job      {job['summary']}")
     for row in rows:
         print(f"{row['name']:<18} seed {row['seed']}  {row['summary']}")
         for scale, s in row["scales"].items():
@@ -120,14 +172,41 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from perfsuite.job import is_job_target
     from perfsuite.options import run_lengths
     from perfsuite.runner import RunSpec, run
 
-    knobs = knobs_from_args(args)
-    steps, warmup, observe_steps = run_lengths(args.scale or "smoke", args.steps, args.warmup, args.observe_steps)
-    spec = RunSpec(args.workload, scale=args.scale or "smoke", knobs=knobs, steps=steps, warmup=warmup,
-                   observe_steps=observe_steps, seed=args.seed,
-                   cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    import_modules(args.imports)
+    scale = args.scale or "smoke"
+    steps, warmup, observe_steps = run_lengths(scale, args.steps, args.warmup, args.observe_steps)
+    if is_job_target(args.workload):  # a user's job: only the knobs typed on the command line are asked of it
+        from perfsuite.knobs import FLAT_KNOBS, Knobs
+
+        defaults = argparse.ArgumentParser()
+        _add_run_arguments(defaults)
+        default = vars(defaults.parse_args([args.workload]))
+        asked = {k: getattr(args, k) for k in FLAT_KNOBS if hasattr(args, k) and getattr(args, k) != default[k]}
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=Knobs(device=knobs_from_args(args).device),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            job_knobs=asked,
+        )
+    else:
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=knobs_from_args(args),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+        )
     result = run(spec)
     print(result.to_json() if args.json else format_run(result))
     return 0
@@ -136,8 +215,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p_list = sub.add_parser("list", help="the reference workloads and their scales")
+    p_list = sub.add_parser("list", help="the workloads and jobs (reference, entry points, --import) and scales")
     p_list.add_argument("--json", action="store_true")
+    _add_import_argument(p_list)
     p_list.set_defaults(func=cmd_list)
     p_run = sub.add_parser("run", help="run one workload with knobs and probes; print its metrics")
     _add_run_arguments(p_run)
@@ -149,10 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.set_defaults(func=run_compare)
     from perfsuite.ab import add_ab_arguments, cmd_ab
 
-    p_ab = sub.add_parser("ab", help="interleaved A/B of two git revisions on this machine: regressed / same / "
-                          "unknown per perf test", description="perfsuite ab [options] BASE HEAD [pytest args]: "
-                          "builds both revisions in git worktrees and runs the selected perf tests alternately "
-                          "(ABBA, randomised) in fresh processes until each test is decided or the budget runs out")
+    p_ab = sub.add_parser(
+        "ab",
+        help="interleaved A/B of two git revisions on this machine: regressed / same / unknown per perf test",
+        description="perfsuite ab [options] BASE HEAD [pytest args]: "
+        "builds both revisions in git worktrees and runs the selected perf tests alternately "
+        "(ABBA, randomised) in fresh processes until each test is decided or the budget runs out",
+    )
     add_ab_arguments(p_ab)
     p_ab.set_defaults(func=cmd_ab)
     return parser

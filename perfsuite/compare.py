@@ -62,8 +62,17 @@ def compare_sides(
         if test_id not in base:
             verdicts.append(Verdict(test_id, "*", None, None, None, Outcome.NEW, "no baseline for this test"))
         elif test_id not in head:
-            verdicts.append(Verdict(test_id, "*", None, None, None, Outcome.UNAVAILABLE,
-                                    "in the baseline but not in head: was the test removed or skipped?"))
+            verdicts.append(
+                Verdict(
+                    test_id,
+                    "*",
+                    None,
+                    None,
+                    None,
+                    Outcome.UNAVAILABLE,
+                    "in the baseline but not in head: was the test removed or skipped?",
+                )
+            )
         else:
             verdicts += compare_results(base[test_id], head[test_id], test_id, factor=factor, alpha=alpha, force=force)
     return verdicts
@@ -92,12 +101,21 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("head", type=Path, help="the run to judge: same kind as BASE")
     parser.add_argument("--json", action="store_true", help="print verdicts as JSON instead of markdown")
     parser.add_argument("--png", type=Path, metavar="FILE", help="also write a chart of the ratios to FILE")
-    parser.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
-                        help=f"timing change needed before a verdict moves (default {DEFAULT_FACTOR})")
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
-                        help=f"significance level of the timing tests (default {DEFAULT_ALPHA})")
-    parser.add_argument("--force", action="store_true",
-                        help="compare results from different fingerprints (machines) anyway")
+    parser.add_argument(
+        "--factor",
+        type=float,
+        default=DEFAULT_FACTOR,
+        help=f"timing change needed before a verdict moves (default {DEFAULT_FACTOR})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"significance level of the timing tests (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
+    )
 
 
 def run_compare(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

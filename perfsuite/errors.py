@@ -30,6 +30,11 @@ class DatasetError(PerfsuiteError):
     """A generated dataset in the cache that cannot be read or put in place; the message names the file."""
 
 
+class JobError(PerfsuiteError, ValueError):
+    """A user's training job (perfsuite.Job) that breaks the contract: a step that returns no loss
+    tensor, a loader that yields nothing, a model on another device, a knob its loader contradicts."""
+
+
 class AugmentationError(PerfsuiteError, ValueError):
     """An augmentation that would corrupt targets (e.g. MixUp on masks)."""
 
@@ -70,8 +75,9 @@ class RunTimeout(PerfsuiteError):
     workers), and ``stacks`` the Python stacks dumped when it fired.
     """
 
-    def __init__(self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (),
-                 stacks: str = "") -> None:
+    def __init__(
+        self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (), stacks: str = ""
+    ) -> None:
         super().__init__(message)
         self.phase = phase
         self.deadline_s = deadline_s

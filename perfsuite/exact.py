@@ -23,12 +23,11 @@ Timing baselines stay per machine (:mod:`perfsuite.baselines`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfsuite import tmpfiles
 from perfsuite.errors import BaselineError
 from perfsuite.results import Fingerprint
 
@@ -72,20 +71,27 @@ class ExactBaselines:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise BaselineError(f"exact baselines {self.path} cannot be read ({exc}); restore it from git or "
-                                "rewrite it with `nox -s perf -- --perfsuite-update-exact`") from exc
+            raise BaselineError(
+                f"exact baselines {self.path} cannot be read ({exc}); restore it from git or "
+                "rewrite it with `nox -s perf -- --perfsuite-update-exact`"
+            ) from exc
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            raise BaselineError(f"exact baselines {self.path}: expected a JSON object with schema_version "
-                                f"{SCHEMA_VERSION}; rewrite it with `nox -s perf -- --perfsuite-update-exact`")
+            raise BaselineError(
+                f"exact baselines {self.path}: expected a JSON object with schema_version "
+                f"{SCHEMA_VERSION}; rewrite it with `nox -s perf -- --perfsuite-update-exact`"
+            )
         tests = data.get("tests")
         if not isinstance(tests, dict) or not all(isinstance(v, dict) for v in tests.values()):
-            raise BaselineError(f"exact baselines {self.path}: field 'tests' must map test ids to objects of "
-                                "metric values")
+            raise BaselineError(
+                f"exact baselines {self.path}: field 'tests' must map test ids to objects of metric values"
+            )
         for test_id, values in tests.items():
             for name, value in values.items():
                 if not (value is None or isinstance(value, (bool, int, float, str))):
-                    raise BaselineError(f"exact baselines {self.path}: tests[{test_id!r}][{name!r}] = {value!r} "
-                                        "must be a number, true/false, a string or null")
+                    raise BaselineError(
+                        f"exact baselines {self.path}: tests[{test_id!r}][{name!r}] = {value!r} "
+                        "must be a number, true/false, a string or null"
+                    )
         self.tests = {k: dict(v) for k, v in tests.items()}
         self.loaded = True
 
@@ -100,25 +106,12 @@ class ExactBaselines:
     def save(self) -> Path:
         """Write atomically (temp file, fsync, replace), sorted, one metric per line for review."""
         device, _, torch = self.key.partition("__torch-")
-        payload = {"schema_version": SCHEMA_VERSION, "device": device, "torch": torch,
-                   "tests": {k: dict(sorted(v.items())) for k, v in sorted(self.tests.items())}}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, indent=2)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, self.path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        payload = {
+            "schema_version": SCHEMA_VERSION,
+            "device": device,
+            "torch": torch,
+            "tests": {k: dict(sorted(v.items())) for k, v in sorted(self.tests.items())},
+        }
+        tmpfiles.write_json_atomic(self.path, payload)
         self.changed = False
         return self.path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

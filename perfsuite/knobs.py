@@ -23,8 +23,12 @@ COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotu
 DEVICES = ("cpu", "cuda")
 
 _AMP_HINTS = {
-    "bfloat16": "bf16", "torch.bfloat16": "bf16", "float16": "fp16", "half": "fp16",
-    "torch.float16": "fp16", "16": "fp16",
+    "bfloat16": "bf16",
+    "torch.bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "torch.float16": "fp16",
+    "16": "fp16",
 }
 
 
@@ -61,9 +65,7 @@ class AugKnobs:
 
     def __post_init__(self) -> None:
         if self.placement not in AUG_PLACEMENTS:
-            raise KnobError(
-                f"aug={self.placement!r} is not a placement; write one of {', '.join(AUG_PLACEMENTS)}"
-            )
+            raise KnobError(f"aug={self.placement!r} is not a placement; write one of {', '.join(AUG_PLACEMENTS)}")
         _check_prob("cutmix", self.cutmix)
         _check_prob("mixup", self.mixup)
 

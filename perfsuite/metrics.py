@@ -96,8 +96,10 @@ def register(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
     """Declare a metric. A second declaration of a name is refused unless it is identical or ``replace``."""
     known = _REGISTRY.get(spec.name)
     if known is not None and known != spec and not replace:
-        raise PerfsuiteError(f"metric {spec.name!r} is already declared by probe {known.probe!r}; "
-                             "pick another name, or pass replace=True on purpose")
+        raise PerfsuiteError(
+            f"metric {spec.name!r} is already declared by probe {known.probe!r}; "
+            "pick another name, or pass replace=True on purpose"
+        )
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -107,8 +109,10 @@ def get(name: str) -> MetricSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise PerfsuiteError(f"unknown metric {name!r}; known metrics: {', '.join(_REGISTRY)}. "
-                             "A probe of your own declares its metrics with perfsuite.register_metric") from None
+        raise PerfsuiteError(
+            f"unknown metric {name!r}; known metrics: {', '.join(_REGISTRY)}. "
+            "A probe of your own declares its metrics with perfsuite.register_metric"
+        ) from None
 
 
 def find(name: str) -> MetricSpec | None:
@@ -136,56 +140,183 @@ def _builtin(*specs: MetricSpec) -> None:
 
 _builtin(
     # The runner's own: throughput and the step-time distribution of the measured window.
-    MetricSpec("samples_per_s", "samples/s", "noisy", "higher", "slow steps", "runner",
-               "samples delivered per second of the measured window; judged through step_ms", tolerance=0.10,
-               compared=False),
-    MetricSpec("step_ms", "ms", "timing", "lower", "slow steps", "runner",
-               "per-step time; judged on the raw samples, per sample when batch sizes differ", samples="step_ms"),
-    MetricSpec("step_ms_p99", "ms", "timing", "lower", "step-time tail", "runner",
-               "99th percentile of the window's step times; judged relative to each run's median",
-               samples="step_ms", rule="tail", factor=1.5),
-    MetricSpec("step_ms_max", "ms", "timing", "lower", "step-time tail", "runner",
-               "the slowest step of the window (a recompile or a restarted worker shows here); one step: "
-               "never more than inconclusive alone", samples="step_ms", rule="tail", factor=2.0),
-    MetricSpec("stalls", "steps", "timing", "lower", "step-time tail", "runner",
-               "steps of the window slower than 5x the median step", samples="step_ms", rule="tail", factor=2.0),
+    MetricSpec(
+        "samples_per_s",
+        "samples/s",
+        "noisy",
+        "higher",
+        "slow steps",
+        "runner",
+        "samples delivered per second of the measured window; judged through step_ms",
+        tolerance=0.10,
+        compared=False,
+    ),
+    MetricSpec(
+        "step_ms",
+        "ms",
+        "timing",
+        "lower",
+        "slow steps",
+        "runner",
+        "per-step time; judged on the raw samples, per sample when batch sizes differ",
+        samples="step_ms",
+    ),
+    MetricSpec(
+        "step_ms_p99",
+        "ms",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "99th percentile of the window's step times; judged relative to each run's median",
+        samples="step_ms",
+        rule="tail",
+        factor=1.5,
+    ),
+    MetricSpec(
+        "step_ms_max",
+        "ms",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "the slowest step of the window (a recompile or a restarted worker shows here); one step: "
+        "never more than inconclusive alone",
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
+    ),
+    MetricSpec(
+        "stalls",
+        "steps",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "steps of the window slower than 5x the median step",
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
+    ),
     # The step's speed of light: the same step fed one batch kept on the device (after the window).
-    MetricSpec("input_efficiency", "fraction", "noisy", "higher", "data-bound", "runner",
-               "samples/s over the speed of light's samples/s (the step fed one batch kept on the device, no "
-               "loader); detail: the data-wait band (<5% not input-bound, 5-20% moderately, >20% highly)",
-               tolerance=0.10, abs_tol=True),
+    MetricSpec(
+        "input_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "data-bound",
+        "runner",
+        "samples/s over the speed of light's samples/s (the step fed one batch kept on the device, no "
+        "loader); detail: the data-wait band (<5% not input-bound, 5-20% moderately, >20% highly)",
+        tolerance=0.10,
+        abs_tol=True,
+    ),
     # Loader side.
-    MetricSpec("data_wait_frac", "fraction", "timing", "lower", "data-bound", "datawait",
-               "share of the window blocked in next(loader); judged on per-step fetch shares", samples="data_wait",
-               rule="shares", tolerance=0.10),
-    MetricSpec("epoch_fetch_ms", "ms", "timing", "lower", "data-bound", "datawait",
-               "the fetches that started an epoch (workers forked again without persistent_workers)",
-               samples="epoch_fetch_ms", factor=1.5),
+    MetricSpec(
+        "data_wait_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "data-bound",
+        "datawait",
+        "share of the window blocked in next(loader); judged on per-step fetch shares",
+        samples="data_wait",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "epoch_fetch_ms",
+        "ms",
+        "timing",
+        "lower",
+        "data-bound",
+        "datawait",
+        "the fetches that started an epoch (workers forked again without persistent_workers)",
+        samples="epoch_fetch_ms",
+        factor=1.5,
+    ),
     # GPU telemetry (NVML): noisy summaries.
     MetricSpec("gpu_util", "fraction", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.05, abs_tol=True),
     MetricSpec("gpu_power_w", "W", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
     MetricSpec("gpu_mem_mb", "MB", "noisy", "lower", "memory", "nvml", tolerance=0.10),
     MetricSpec("sm_clock_mhz", "MHz", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
     # The step: exact counts made in the observed steps.
-    MetricSpec("syncs_per_step", "syncs/step", "exact", "lower", "host syncs", "syncs",
-               "host-device synchronisations and tensor reads the step's own code forces, with call sites"),
-    MetricSpec("graph_breaks", "breaks", "exact", "lower", "graph breaks", "compile",
-               "torch.compile graph breaks; unavailable when nothing was compiled"),
+    MetricSpec(
+        "syncs_per_step",
+        "syncs/step",
+        "exact",
+        "lower",
+        "host syncs",
+        "syncs",
+        "host-device synchronisations and tensor reads the step's own code forces, with call sites",
+    ),
+    MetricSpec(
+        "graph_breaks",
+        "breaks",
+        "exact",
+        "lower",
+        "graph breaks",
+        "compile",
+        "torch.compile graph breaks; unavailable when nothing was compiled",
+    ),
     MetricSpec("recompiles", "recompiles", "exact", "lower", "recompiles", "compile"),
     MetricSpec("compile_s", "s", "noisy", "lower", "slow compile", "compile", tolerance=0.5),
     MetricSpec("amp_engaged", "", "flag", "higher", "AMP not engaged", "amp"),
-    MetricSpec("amp_lowp_frac", "fraction", "fraction", "higher", "AMP not engaged", "amp",
-               "share of forward matmul/conv outputs in bf16/fp16", tolerance=1e-9),
-    MetricSpec("grad_scaler_bf16", "calls/step", "exact", "lower", "AMP misused", "amp",
-               "GradScaler.scale calls in steps whose autocast ran bf16: loss scaling bf16 does not need"),
-    MetricSpec("ops_per_step", "ops/step", "exact", "lower", "more work per step", "cost",
-               "aten operations dispatched per step, with the top movers by name"),
-    MetricSpec("h2d_bytes_per_step", "bytes/step", "exact", "lower", "more bytes copied", "cost",
-               "bytes the step copies host->device, by dtype (on a CPU run: the .to(device) copies a GPU run makes)"),
-    MetricSpec("flops_per_step", "FLOP/step", "exact", "lower", "more work per step", "cost",
-               "floating-point operations per step (torch.utils.flop_counter)"),
-    MetricSpec("input_format", "", "label", None, "input format", "cost",
-               "dtype and memory format of the model's input, and of its parameters"),
+    MetricSpec(
+        "amp_lowp_frac",
+        "fraction",
+        "fraction",
+        "higher",
+        "AMP not engaged",
+        "amp",
+        "share of forward matmul/conv outputs in bf16/fp16",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "grad_scaler_bf16",
+        "calls/step",
+        "exact",
+        "lower",
+        "AMP misused",
+        "amp",
+        "GradScaler.scale calls in steps whose autocast ran bf16: loss scaling bf16 does not need",
+    ),
+    MetricSpec(
+        "ops_per_step",
+        "ops/step",
+        "exact",
+        "lower",
+        "more work per step",
+        "cost",
+        "aten operations dispatched per step, with the top movers by name",
+    ),
+    MetricSpec(
+        "h2d_bytes_per_step",
+        "bytes/step",
+        "exact",
+        "lower",
+        "more bytes copied",
+        "cost",
+        "bytes the step copies host->device, by dtype (on a CPU run: the .to(device) copies a GPU run makes)",
+    ),
+    MetricSpec(
+        "flops_per_step",
+        "FLOP/step",
+        "exact",
+        "lower",
+        "more work per step",
+        "cost",
+        "floating-point operations per step (torch.utils.flop_counter)",
+    ),
+    MetricSpec(
+        "input_format",
+        "",
+        "label",
+        None,
+        "input format",
+        "cost",
+        "dtype and memory format of the model's input, and of its parameters",
+    ),
     MetricSpec("peak_mem_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.10),
     MetricSpec("peak_rss_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.25),
     MetricSpec("label_violations", "violations", "exact", "lower", "misaligned targets", "labels"),
@@ -193,15 +324,21 @@ _builtin(
 
 
 KIND_RULES = {
-    "exact": "exact, both ways", "flag": "exact", "fraction": "exact", "label": "any change fails",
-    "timing": "raw per-step samples, statistically", "noisy": "within a tolerance, else inconclusive",
+    "exact": "exact, both ways",
+    "flag": "exact",
+    "fraction": "exact",
+    "label": "any change fails",
+    "timing": "raw per-step samples, statistically",
+    "noisy": "within a tolerance, else inconclusive",
 }
 
 
 def render_table() -> str:
     """The README's metrics table, generated from the registry (tests check README holds this text)."""
-    lines = ["| metric | unit | kind: how it is compared | better | family (messages) | probe | what |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| metric | unit | kind: how it is compared | better | family (messages) | probe | what |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in all_specs():
         rule = KIND_RULES[s.kind] if s.compared else "shown, judged through step_ms"
         if s.kind == "noisy" and s.compared:
@@ -212,6 +349,8 @@ def render_table() -> str:
             rule += f", relative to the run's median, x{s.factor:g} and an exact tail test"
         elif s.kind == "timing":
             rule += f", factor {s.factor:g}" if s.factor else ", the session's factor"
-        lines.append(f"| `{s.name}` | {s.unit or '-'} | {s.kind}: {rule} | {s.better or '-'} | {s.family} | "
-                     f"`{s.probe}` | {s.description or '-'} |")
+        lines.append(
+            f"| `{s.name}` | {s.unit or '-'} | {s.kind}: {rule} | {s.better or '-'} | {s.family} | "
+            f"`{s.probe}` | {s.description or '-'} |"
+        )
     return "\n".join(lines) + "\n"

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from perfsuite.errors import AugmentationError, KnobError
+from perfsuite.errors import AugmentationError, JobError, KnobError
 from perfsuite.knobs import Knobs
 from perfsuite.watchdog import DEFAULT_LOADER_TIMEOUT_S, make_worker_init
 from perfsuite.workloads.data import ImageFileDataset, materialize
 from perfsuite.workloads.registry import Scale, Workload
+
+if TYPE_CHECKING:
+    from perfsuite.job import Job
 
 EVAL_BATCHES = 2
 
@@ -37,8 +41,14 @@ def _seed_worker(worker_id: int) -> None:
     np.random.seed(torch.initial_seed() % 2**32)
 
 
-def build_loader(dataset: Any, knobs: Knobs, batch_size: int, seed: int, shuffle: bool = True,
-                 timeout_s: float | None = DEFAULT_LOADER_TIMEOUT_S) -> DataLoader[Any]:
+def build_loader(
+    dataset: Any,
+    knobs: Knobs,
+    batch_size: int,
+    seed: int,
+    shuffle: bool = True,
+    timeout_s: float | None = DEFAULT_LOADER_TIMEOUT_S,
+) -> DataLoader[Any]:
     """The DataLoader the knobs describe.
 
     With workers, ``timeout_s`` becomes ``DataLoader(timeout=...)`` (None or 0:
@@ -55,8 +65,14 @@ def build_loader(dataset: Any, knobs: Knobs, batch_size: int, seed: int, shuffle
         if lk.prefetch_factor is not None:
             extra["prefetch_factor"] = lk.prefetch_factor
     return DataLoader(
-        dataset, batch_size=batch_size, shuffle=shuffle, num_workers=lk.num_workers, pin_memory=lk.pin_memory,
-        drop_last=lk.drop_last, generator=torch.Generator().manual_seed(seed), worker_init_fn=worker_init,
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        num_workers=lk.num_workers,
+        pin_memory=lk.pin_memory,
+        drop_last=lk.drop_last,
+        generator=torch.Generator().manual_seed(seed),
+        worker_init_fn=worker_init,
         **extra,
     )
 
@@ -81,10 +97,37 @@ class BatchStream:
                 pass
         self._it = iter(self.loader)
         self.epochs += 1
-        return next(self._it)
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise JobError(f"the loader yielded no batch in a new epoch: {_why_empty(self.loader)}") from None
 
     def close(self) -> None:
         self._it = None  # lets non-persistent workers shut down
+
+
+def _why_empty(loader: Any) -> str:
+    """What to write when a loader yields nothing, from what it was built with."""
+    dataset = getattr(loader, "dataset", None)
+    try:
+        n = len(dataset) if dataset is not None else None
+    except TypeError:
+        n = None
+    batch_size, drop_last = getattr(loader, "batch_size", None), getattr(loader, "drop_last", False)
+    if n == 0:
+        return (
+            f"its dataset ({type(dataset).__name__}) has 0 samples; check the path it reads (an empty or "
+            "misspelt folder) and give it at least one sample"
+        )
+    if n is not None and batch_size and drop_last and n < batch_size:
+        return (
+            f"its dataset has {n} samples, fewer than batch_size={batch_size} with drop_last=True; write "
+            f"drop_last=False or batch_size={n} or less"
+        )
+    return (
+        f"{type(loader).__name__} produced nothing when iterated; a loader must yield at least one batch per "
+        "epoch (an iterable that can be iterated again, not a used-up generator)"
+    )
 
 
 @dataclass
@@ -156,6 +199,38 @@ class Pipeline:
             self.evaluate()
         return loss
 
+    def as_job(self) -> Job:
+        """This pipeline as a Job, the one contract the runner runs (perfsuite.job).
+
+        The step looks ``self.step`` up on every call, so a fault that replaces
+        it (perfsuite.faults) or a probe that wraps ``to_device`` still acts;
+        the step index (for log_interval/eval_interval) counts every call.
+        """
+        from perfsuite.job import Job
+
+        counter = itertools.count()
+        pipeline = self
+
+        def step(batch: Any) -> torch.Tensor:
+            return pipeline.step(batch, next(counter))
+
+        wl = self.workload
+        return Job(
+            step=step,
+            model=self.model,
+            optimizer=self.optimizer,
+            loader=self.loader,
+            device=self.device,
+            name=wl.name,
+            num_classes=wl.num_classes,
+            ignore_index=wl.ignore_index,
+            target_kind=wl.target_kind,
+            aug=self.knobs.aug.placement,
+            gpu_transform=self.gpu_augment,
+            pipeline=self,
+            knobs=self.knobs,
+        )
+
     def evaluate(self) -> float:
         """A short validation pass (seed 002 ran one every epoch): fresh iterator, metrics read back."""
         self.model.eval()
@@ -178,8 +253,14 @@ def apply_backend_flags(knobs: Knobs) -> None:
     torch.backends.cudnn.benchmark = knobs.step.cudnn_benchmark
 
 
-def build_pipeline(workload: Workload, scale: Scale, knobs: Knobs, seed: int = 0,
-                   cache_dir: Path | None = None) -> Pipeline:
+def build_pipeline(
+    workload: Workload,
+    scale: Scale,
+    knobs: Knobs,
+    seed: int = 0,
+    cache_dir: Path | None = None,
+    loader_timeout_s: float | None = DEFAULT_LOADER_TIMEOUT_S,
+) -> Pipeline:
     """Materialise the data (once), then build loader, model, optimizer and step from the knobs."""
     from perfsuite.augment.cpu import CpuAugment
 
@@ -204,8 +285,10 @@ def build_pipeline(workload: Workload, scale: Scale, knobs: Knobs, seed: int = 0
             f"batch_size={batch_size} is larger than the {len(dataset)} samples of {workload.name}/{scale.name} "
             "with drop_last=True: no batch would ever be produced; write a smaller batch_size"
         )
-    loader = build_loader(dataset, knobs, batch_size, seed)
-    eval_loader = build_loader(ImageFileDataset(root, workload), knobs, batch_size, seed + 1, shuffle=False)
+    loader = build_loader(dataset, knobs, batch_size, seed, timeout_s=loader_timeout_s)
+    eval_loader = build_loader(
+        ImageFileDataset(root, workload), knobs, batch_size, seed + 1, shuffle=False, timeout_s=loader_timeout_s
+    )
 
     gpu_aug = None
     if knobs.aug.placement == "gpu":
@@ -225,15 +308,16 @@ def build_pipeline(workload: Workload, scale: Scale, knobs: Knobs, seed: int = 0
 
     model: nn.Module = workload.build_model(scale).to(device)
     if knobs.step.channels_last:
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     # fused=False leaves torch's default implementation (foreach on CUDA), as a user's script would.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, **({"fused": True} if knobs.step.fused else {}))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True if knobs.step.fused else None)
     scaler = torch.amp.GradScaler(device.type) if knobs.step.amp == "fp16" else None
     if knobs.step.compile:
-        model = torch.compile(model, mode=knobs.step.compile)
+        model = torch.compile(model, mode=knobs.step.compile)  # type: ignore[assignment]
     model.train()
-    return Pipeline(workload, scale, knobs, device, loader, eval_loader, model, optimizer, scaler,
-                    gpu_aug, batch_mix, batch_size)
+    return Pipeline(
+        workload, scale, knobs, device, loader, eval_loader, model, optimizer, scaler, gpu_aug, batch_mix, batch_size
+    )
 
 
 def _fill(workload: Workload) -> int:

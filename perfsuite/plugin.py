@@ -60,8 +60,11 @@ class PerfState:
             try:
                 self._device = resolve_device(self.settings.device)
             except DeviceError:
-                pytest.fail(f"perfsuite: --perfsuite-device {self.settings.device} but torch sees no CUDA device; "
-                            "use --perfsuite-device cpu or auto", pytrace=False)
+                pytest.fail(
+                    f"perfsuite: --perfsuite-device {self.settings.device} but torch sees no CUDA device; "
+                    "use --perfsuite-device cpu or auto",
+                    pytrace=False,
+                )
         return self._device
 
 
@@ -69,8 +72,11 @@ STATE = pytest.StashKey[PerfState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("perfsuite", "perfsuite: performance regression tests for training input pipelines "
-                                         "(defaults also from [tool.perfsuite] in pyproject.toml)")
+    group = parser.getgroup(
+        "perfsuite",
+        "perfsuite: performance regression tests for training input pipelines "
+        "(defaults also from [tool.perfsuite] in pyproject.toml)",
+    )
     from perfsuite.options import add_pytest_options
 
     add_pytest_options(group.addoption)  # every option, its help and default, from the one table
@@ -83,8 +89,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     cli = {o.name: opt(o.flag) for o in pytest_options()}
     try:
-        resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(config.rootpath), config.rootpath,
-                                        config.invocation_params.dir)
+        resolved = settings_mod.resolve(
+            cli, settings_mod.read_pyproject(config.rootpath), config.rootpath, config.invocation_params.dir
+        )
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     try:
@@ -92,13 +99,16 @@ def pytest_configure(config: pytest.Config) -> None:
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     if resolved.save and resolved.inject:
-        raise pytest.UsageError("perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
-                                "injected fault as the baseline; drop one of them")
+        raise pytest.UsageError(
+            "perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
+            "injected fault as the baseline; drop one of them"
+        )
     if resolved.compare and not resolved.baselines.is_dir():
         raise pytest.UsageError(
             f"perfsuite: --perfsuite-compare but the baselines directory {resolved.baselines} does not exist, so "
             "nothing could be compared; pass --perfsuite-baselines DIR with the committed baselines, or record "
-            "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)")
+            "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)"
+        )
     config.stash[STATE] = PerfState(resolved)
     from perfsuite import xdist
 
@@ -130,8 +140,10 @@ def marker_bounds(item: pytest.Item) -> dict[str, Any]:
     bounds: dict[str, Any] = {}
     for mark in reversed(list(item.iter_markers("perf"))):
         if mark.args:
-            raise PerfsuiteError(f"@pytest.mark.perf takes keyword bounds only, got {mark.args!r}; "
-                                 "write e.g. @pytest.mark.perf(max_syncs_per_step=0)")
+            raise PerfsuiteError(
+                f"@pytest.mark.perf takes keyword bounds only, got {mark.args!r}; "
+                "write e.g. @pytest.mark.perf(max_syncs_per_step=0)"
+            )
         bounds.update(mark.kwargs)
     return bounds
 
@@ -166,9 +178,27 @@ class PerfRun:
         """The session's device (``cpu``, ``cuda``, ``cuda:N``), resolved."""
         return self._state.device()
 
-    def __call__(self, workload: Any, *, steps: int | None = None, warmup: int | None = None,
-                 label: str | None = None, check: bool = True, probes: Any = None, **knobs: Any) -> Result:
-        """Run ``workload`` (a registered name or a Workload instance) with flat knobs; return its Result.
+    def __call__(
+        self,
+        workload: Any,
+        *,
+        steps: int | None = None,
+        warmup: int | None = None,
+        label: str | None = None,
+        check: bool = True,
+        probes: Any = None,
+        mutate: Any = None,
+        **knobs: Any,
+    ) -> Result:
+        """Run ``workload`` with flat knobs; return its Result.
+
+        ``workload`` is a registered name, a Workload instance, a user's
+        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
+        (called with the session's device). For a Job, loader knobs given here
+        are checked against the user's DataLoader (or applied, when the Job
+        hands perfsuite a dataset) and step knobs are refused: perfsuite does
+        not change a user's step. ``mutate(pipeline_or_job)`` changes what was
+        built before it runs (how perfsuite.faults injects code-level bugs).
 
         Scale and device come from the session (``device=`` here overrides
         it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
@@ -178,17 +208,51 @@ class PerfRun:
         (amp='fp16' on a CPU) skips the test with the reason.
         """
         from perfsuite.errors import DeviceError, RunTimeout
+        from perfsuite.job import is_job_target
         from perfsuite.knobs import Knobs
         from perfsuite.runner import RunSpec, run
         from perfsuite.session import Recorded
 
         s = self._state.settings
         result_id = self._result_id(label)
-        knobs.setdefault("device", self._state.device())
-        spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
         n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
-        spec = RunSpec(workload, s.scale, spec_knobs, n_steps, n_warmup, n_observe,
-                       mutate=settings_mod.fault_mutation(s.inject))  # faults that change the step's code
+        mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
+
+        def combined_mutation(built: Any) -> None:
+            for mutation in mutations:
+                mutation(built)
+
+        combined = combined_mutation if mutations else None
+        if is_job_target(workload):
+            if s.inject:
+                raise PerfsuiteError(
+                    f"--perfsuite-inject {', '.join(s.inject)} injects faults into perfsuite's "
+                    "reference workloads; a user's own Job runs its own code: drop the option"
+                )
+            spec = RunSpec(
+                workload,
+                s.scale,
+                Knobs(device=knobs.pop("device", self._state.device())),
+                n_steps,
+                n_warmup,
+                n_observe,
+                mutate=combined,
+                job_knobs=knobs,
+                watchdog=s.watchdog_config(),
+            )
+        else:
+            knobs.setdefault("device", self._state.device())
+            spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
+            spec = RunSpec(
+                workload,
+                s.scale,
+                spec_knobs,
+                n_steps,
+                n_warmup,
+                n_observe,
+                mutate=combined,
+                watchdog=s.watchdog_config(),
+            )  # mutate: faults in the step's code
         try:
             result = run(spec, probes)
         except DeviceError as exc:
@@ -236,8 +300,12 @@ class PerfRun:
 def benchmark_info(result: Result) -> dict[str, Any]:
     """The JSON-safe summary of a Result stored in pytest-benchmark's extra_info."""
     return {
-        "workload": result.workload, "scale": result.scale, "steps": result.steps, "batch_size": result.batch_size,
-        "fingerprint": result.fingerprint.key(), "knobs": dict(result.knobs),
+        "workload": result.workload,
+        "scale": result.scale,
+        "steps": result.steps,
+        "batch_size": result.batch_size,
+        "fingerprint": result.fingerprint.key(),
+        "knobs": dict(result.knobs),
         "metrics": {n: m.value for n, m in result.metrics.items() if m.available},
         "unavailable": {n: m.reason for n, m in result.metrics.items() if not m.available},
         "notes": list(result.notes),
@@ -256,7 +324,7 @@ def perf_run(request: pytest.FixtureRequest) -> PerfRun:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Any:
     """After the test body passes, judge its Results; a failing verdict fails the test, naming the cause."""
     state = item.config.stash.get(STATE, None)
     try:
@@ -268,9 +336,11 @@ def pytest_runtest_call(item: pytest.Item):
     bounds = marker_bounds(item)
     if not records:
         if bounds:
-            pytest.fail("perfsuite: @pytest.mark.perf on a test that never called perf_run: nothing was "
-                        "measured, so its thresholds cannot pass; call perf_run(...) or drop the marker",
-                        pytrace=False)
+            pytest.fail(
+                "perfsuite: @pytest.mark.perf on a test that never called perf_run: nothing was "
+                "measured, so its thresholds cannot pass; call perf_run(...) or drop the marker",
+                pytrace=False,
+            )
         return outcome
     judgement = state.session.judge(records, bounds, item.name, item.nodeid)
     funcargs = getattr(item, "funcargs", {})
@@ -300,8 +370,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     s, perf = state.settings, state.session
     from perfsuite import report
 
-    for path in perf.finish():
-        state.reports.append(f"wrote exact baselines {path}")
+    for written in perf.finish():
+        state.reports.append(f"wrote exact baselines {written}")
     for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -328,8 +398,10 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     if part is not None and xdist.has_content(part):
         xdist.merge_worker_part(state.session, part)
     elif part is None and error:
-        state.session.problems.append(f"xdist worker {node.gateway.id} went down before sending its perfsuite "
-                                      f"results ({error}); its tests are missing from the report")
+        state.session.problems.append(
+            f"xdist worker {node.gateway.id} went down before sending its perfsuite "
+            f"results ({error}); its tests are missing from the report"
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -360,8 +432,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
     if state.settings.compare:
-        sources = sorted({str(store.path) for store in perf.exact.values() if store.loaded})
-        tr.write_line(f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}")
+        sources = sorted({_shown(store.path, config.rootpath) for store in perf.exact.values() if store.loaded})
+        tr.write_line(
+            f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
+        )
     for v in perf.verdicts:
         if v.outcome is Outcome.UNAVAILABLE:
             tr.write_line(f"unavailable: {v.test_id}: {v.message}")
@@ -371,3 +445,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
     for line in state.reports:
         tr.write_line(line)
+
+
+def _shown(path: Any, root: Any) -> str:
+    """``path`` relative to the rootdir when it lies below it (as people read it in a repo), else as it is."""
+    from pathlib import Path
+
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return str(path)

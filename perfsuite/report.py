@@ -16,14 +16,40 @@ from perfsuite.verdicts import Outcome, Verdict, format_value
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
 # Markdown order: what needs a look first.
-_RANK = {Outcome.FAIL: 0, Outcome.REGRESSED: 0, Outcome.CHANGED: 0, Outcome.INCONCLUSIVE: 1, Outcome.UNAVAILABLE: 2,
-         Outcome.NEW: 3, Outcome.IMPROVED: 4, Outcome.UNCHANGED: 5, Outcome.PASS: 6}
+_RANK = {
+    Outcome.FAIL: 0,
+    Outcome.REGRESSED: 0,
+    Outcome.CHANGED: 0,
+    Outcome.INCONCLUSIVE: 1,
+    Outcome.UNAVAILABLE: 2,
+    Outcome.NEW: 3,
+    Outcome.IMPROVED: 4,
+    Outcome.UNCHANGED: 5,
+    Outcome.PASS: 6,
+}
 # Summary line order.
-_SUMMARY_ORDER = (Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED, Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE, Outcome.NEW,
-                  Outcome.IMPROVED, Outcome.UNCHANGED, Outcome.PASS)
-COLOURS = {Outcome.FAIL: "#d62728", Outcome.REGRESSED: "#d62728", Outcome.CHANGED: "#9467bd", Outcome.IMPROVED: "#2ca02c",
-           Outcome.UNCHANGED: "#7f7f7f", Outcome.PASS: "#7f7f7f", Outcome.INCONCLUSIVE: "#ff7f0e",
-           Outcome.UNAVAILABLE: "#bcbd22", Outcome.NEW: "#1f77b4"}
+_SUMMARY_ORDER = (
+    Outcome.FAIL,
+    Outcome.REGRESSED,
+    Outcome.CHANGED,
+    Outcome.INCONCLUSIVE,
+    Outcome.UNAVAILABLE,
+    Outcome.NEW,
+    Outcome.IMPROVED,
+    Outcome.UNCHANGED,
+    Outcome.PASS,
+)
+COLOURS = {
+    Outcome.FAIL: "#d62728",
+    Outcome.REGRESSED: "#d62728",
+    Outcome.CHANGED: "#9467bd",
+    Outcome.IMPROVED: "#2ca02c",
+    Outcome.UNCHANGED: "#7f7f7f",
+    Outcome.PASS: "#7f7f7f",
+    Outcome.INCONCLUSIVE: "#ff7f0e",
+    Outcome.UNAVAILABLE: "#bcbd22",
+    Outcome.NEW: "#1f77b4",
+}
 
 
 def summary_line(verdicts: Sequence[Verdict]) -> str:
@@ -47,7 +73,7 @@ def _row(v: Verdict) -> tuple[str, ...]:
 
 
 def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else "..." + text[-(width - 3):]
+    return text if len(text) <= width else "..." + text[-(width - 3) :]
 
 
 def format_terminal(verdicts: Sequence[Verdict], width: int = 120) -> str:
@@ -132,8 +158,17 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
 
 # --------------------------------------------------------------------------- the summary for people
 
-PEOPLE_COLUMNS = ("test", "samples/s", "input eff", "data-wait", "syncs/step", "AMP low-p", "graphs", "H2D MB/step",
-                  "exact held")
+PEOPLE_COLUMNS = (
+    "test",
+    "samples/s",
+    "input eff",
+    "data-wait",
+    "syncs/step",
+    "AMP low-p",
+    "graphs",
+    "H2D MB/step",
+    "exact held",
+)
 
 
 def _figure(result: Result, name: str, fmt: str) -> str:
@@ -152,23 +187,28 @@ def _input_eff(result: Result) -> str:
 
 def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
     """One row per Result: the few figures that matter, '-' where a figure was not measured."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for rid, r in results.items():
         graphs = r.metric("graph_breaks")
         h2d = r.metric("h2d_bytes_per_step")
         held = exact_counts.get(rid)
-        rows.append((
-            rid, _figure(r, "samples_per_s", ".1f"), _input_eff(r), _figure(r, "data_wait_frac", ".3f"),
-            _figure(r, "syncs_per_step", "g"), _figure(r, "amp_lowp_frac", ".2f"),
-            str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
-            f"{h2d.value / 1e6:.3f}" if h2d.available else "-",
-            f"{held[0]}/{held[1]}" if held else "-",
-        ))
+        rows.append(
+            (
+                rid,
+                _figure(r, "samples_per_s", ".1f"),
+                _input_eff(r),
+                _figure(r, "data_wait_frac", ".3f"),
+                _figure(r, "syncs_per_step", "g"),
+                _figure(r, "amp_lowp_frac", ".2f"),
+                str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
+                f"{float(h2d.value) / 1e6:.3f}" if h2d.available else "-",  # type: ignore[arg-type]
+                f"{held[0]}/{held[1]}" if held else "-",
+            )
+        )
     return rows
 
 
-def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]],
-                  width: int = 120) -> str:
+def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]], width: int = 120) -> str:
     """The per-test figures table shown at the end of every session, passing or not."""
     rows = people_rows(results, exact_counts)
     widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
@@ -181,8 +221,9 @@ def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tupl
     return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
 
 
-def gate_line(exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int,
-              sources: Sequence[str]) -> str:
+def gate_line(
+    exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int, sources: Sequence[str]
+) -> str:
     """``N exact checks held against committed baselines; M timing results new on this machine``."""
     held = sum(h for h, _ in exact_counts.values())
     where = f" ({', '.join(sources)})" if sources else ""

@@ -44,8 +44,10 @@ class Metric:
         if isinstance(self.value, float) and math.isnan(self.value):
             raise ResultError(f"metric {self.name!r} is NaN; report it unavailable with a reason instead")
         if isinstance(self.value, float) and math.isinf(self.value):
-            raise ResultError(f"metric {self.name!r} is {self.value}; a measurement is finite: report it "
-                              "unavailable with a reason instead")
+            raise ResultError(
+                f"metric {self.name!r} is {self.value}; a measurement is finite: report it "
+                "unavailable with a reason instead"
+            )
 
     @property
     def available(self) -> bool:
@@ -79,8 +81,12 @@ class Metric:
         _need(isinstance(unit, str), f"{where}.unit", unit, "a string")
         reason = data.get("reason")
         _need(reason is None or isinstance(reason, str), f"{where}.reason", reason, "a string or null")
-        _need(value is not None or bool(reason), f"{where}.reason", reason,
-              "a non-empty string saying why the metric is unavailable (its value is null)")
+        _need(
+            value is not None or bool(reason),
+            f"{where}.reason",
+            reason,
+            "a non-empty string saying why the metric is unavailable (its value is null)",
+        )
         detail = data.get("detail") or {}
         _need(isinstance(detail, dict), f"{where}.detail", detail, "an object")
         return cls(name=name, value=value, unit=unit, reason=reason, detail=detail)
@@ -130,10 +136,17 @@ class Fingerprint:
         except ImportError:
             kornia_version = None
         return cls(
-            device=device, gpu_model=gpu_model, gpu_count=gpu_count, driver=driver,
-            cuda=torch.version.cuda, torch=_torch_version(torch), kornia=kornia_version,
+            device=device,
+            gpu_model=gpu_model,
+            gpu_count=gpu_count,
+            driver=driver,
+            cuda=torch.version.cuda,
+            torch=_torch_version(torch),
+            kornia=kornia_version,
             python=platform.python_version(),
-            cpu_model=_cpu_model(), cpu_cores=os.cpu_count() or 1, platform=platform.platform(terse=True),
+            cpu_model=_cpu_model(),
+            cpu_cores=os.cpu_count() or 1,
+            platform=platform.platform(terse=True),
         )
 
 
@@ -182,6 +195,9 @@ class Result:
     warmup: int
     notes: tuple[str, ...] = ()
     timeline: dict[str, list[float]] = field(default_factory=dict)
+    # Where each knob's value came from, for a user's job (perfsuite.job): "set by the user's code", "not
+    # applied", ... Empty for reference workloads, whose knobs perfsuite set itself.
+    knob_sources: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
@@ -204,6 +220,7 @@ class Result:
             "steps": self.steps,
             "warmup": self.warmup,
             "knobs": dict(self.knobs),
+            **({"knob_sources": dict(self.knob_sources)} if self.knob_sources else {}),
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "samples": {k: list(v) for k, v in self.samples.items()},
             "timeline": {k: list(v) for k, v in self.timeline.items()},
@@ -226,30 +243,49 @@ class Result:
                 "re-save it with this version (nox -s baseline)"
             )
         _no_unknown(data, _RESULT_FIELDS, "(top level)")
-        for name in ("workload", "scale", "created", "knobs", "metrics", "samples", "fingerprint", "batch_size",
-                     "steps", "warmup"):
+        for name in (
+            "workload",
+            "scale",
+            "created",
+            "knobs",
+            "metrics",
+            "samples",
+            "fingerprint",
+            "batch_size",
+            "steps",
+            "warmup",
+        ):
             _need(name in data, name, _MISSING, "present")
         knobs = data["knobs"]
         _need(isinstance(knobs, dict), "knobs", knobs, "an object of knob name -> value")
         for key, value in knobs.items():
-            _need(value is None or isinstance(value, (str, bool, int, float)), f"knobs.{key}", value,
-                  "a string, number, true/false or null")
+            _need(
+                value is None or isinstance(value, (str, bool, int, float)),
+                f"knobs.{key}",
+                value,
+                "a string, number, true/false or null",
+            )
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 _number(value, f"knobs.{key}")
         metrics = data["metrics"]
         _need(isinstance(metrics, dict), "metrics", metrics, "an object of metric name -> {value, unit, ...}")
         notes = data.get("notes", [])
-        _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", notes,
-              "a list of strings")
+        _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", notes, "a list of strings")
         return cls(
-            workload=_text(data["workload"], "workload"), scale=_text(data["scale"], "scale"), knobs=dict(knobs),
+            workload=_text(data["workload"], "workload"),
+            scale=_text(data["scale"], "scale"),
+            knobs=dict(knobs),
             metrics={n: Metric.from_dict(n, m) for n, m in metrics.items()},
             samples=_series(data["samples"], "samples"),
             fingerprint=_fingerprint(data["fingerprint"]),
-            batch_size=_count(data["batch_size"], "batch_size", 1), steps=_count(data["steps"], "steps", 1),
-            warmup=_count(data["warmup"], "warmup", 0), notes=tuple(notes),
+            batch_size=_count(data["batch_size"], "batch_size", 1),
+            steps=_count(data["steps"], "steps", 1),
+            warmup=_count(data["warmup"], "warmup", 0),
+            notes=tuple(notes),
             timeline=_series(data.get("timeline", {}), "timeline"),
-            created=_text(data["created"], "created"), schema_version=version,
+            knob_sources=_knob_sources(data.get("knob_sources", {})),
+            created=_text(data["created"], "created"),
+            schema_version=version,
         )
 
     @classmethod
@@ -261,8 +297,22 @@ class Result:
 
 # What a metric's value may be follows its declared kind (perfsuite.metrics): flags are true/false, labels
 # strings, exact counts finite numbers >= 0, the rest finite numbers; an undeclared metric may be any of them.
-_RESULT_FIELDS = ("schema_version", "workload", "scale", "created", "batch_size", "steps", "warmup", "knobs",
-                  "metrics", "samples", "timeline", "notes", "fingerprint")
+_RESULT_FIELDS = (
+    "schema_version",
+    "workload",
+    "scale",
+    "created",
+    "batch_size",
+    "steps",
+    "warmup",
+    "knobs",
+    "metrics",
+    "samples",
+    "timeline",
+    "notes",
+    "fingerprint",
+    "knob_sources",
+)
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()
 
@@ -273,8 +323,10 @@ def parse_json(text: str | bytes, what: str) -> Any:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ResultError(f"{what} is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x}): is it a "
-                              "JSON file at all? pass a Result or baseline JSON file") from None
+            raise ResultError(
+                f"{what} is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x}): is it a "
+                "JSON file at all? pass a Result or baseline JSON file"
+            ) from None
 
     def refuse(token: str) -> Any:
         raise ValueError(f"{token} is not a JSON number; write null, or leave the sample out")
@@ -309,7 +361,8 @@ def _show(value: Any) -> str:
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
     return f"{text} ({kind})"
 
 
@@ -321,8 +374,9 @@ def _need(ok: bool, where: str, value: Any, what: str) -> None:
 def _no_unknown(data: dict[str, Any], known: tuple[str, ...], where: str) -> None:
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
-        raise ResultError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}; known fields: "
-                          f"{', '.join(known)}")
+        raise ResultError(
+            f"{where} has unknown field(s) {', '.join(map(repr, unknown))}; known fields: {', '.join(known)}"
+        )
 
 
 def _number(value: Any, where: str) -> float | int:
@@ -340,8 +394,12 @@ def _text(value: Any, where: str) -> str:
 
 
 def _count(value: Any, where: str, minimum: int) -> int:
-    _need(isinstance(value, int) and not isinstance(value, bool) and minimum <= value < _INT_LIMIT, where, value,
-          f"an integer >= {minimum}")
+    _need(
+        isinstance(value, int) and not isinstance(value, bool) and minimum <= value < _INT_LIMIT,
+        where,
+        value,
+        f"an integer >= {minimum}",
+    )
     return int(value)
 
 
@@ -369,3 +427,11 @@ def _fingerprint(value: Any) -> Fingerprint:
         else:
             _need(isinstance(got, str), f"fingerprint.{name}", got, "a string")
     return Fingerprint(**value)
+
+
+def _knob_sources(value: Any) -> dict[str, str]:
+    """Where each knob of a user's job came from ("set by the user's code", "not applied"): strings only."""
+    _need(isinstance(value, dict), "knob_sources", value, "an object of knob name -> where it came from")
+    for key, source in value.items():
+        _need(isinstance(source, str), f"knob_sources.{key}", source, "a string")
+    return dict(value)

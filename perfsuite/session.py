@@ -31,7 +31,13 @@ from perfsuite.exact import ExactBaselines, key_for
 from perfsuite.results import Result
 from perfsuite.settings import Settings, machine_class, machine_thresholds
 from perfsuite.verdicts import (
-    Outcome, Verdict, check_exact, check_thresholds, compare_results, exact_values, parse_thresholds,
+    Outcome,
+    Verdict,
+    check_exact,
+    check_thresholds,
+    compare_results,
+    exact_values,
+    parse_thresholds,
 )
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).
@@ -95,8 +101,9 @@ class PerfSession:
         machine = machine_class(result.fingerprint.gpu_model)
         return {**marker_bounds, **machine_thresholds(self.settings, machine, test_name, nodeid)}
 
-    def judge(self, records: list[Recorded], marker_bounds: Mapping[str, Any], test_name: str,
-              nodeid: str) -> Judgement:
+    def judge(
+        self, records: list[Recorded], marker_bounds: Mapping[str, Any], test_name: str, nodeid: str
+    ) -> Judgement:
         out = Judgement()
         try:
             for rec in records:
@@ -112,7 +119,9 @@ class PerfSession:
                     except BaselineError as exc:
                         self._problem(out, f"baseline error: {exc}")
                 if self.settings.save:
-                    path = self.store.save(rec.result, rec.result_id, overwrite=True, keep_runs=self.settings.baseline_runs)
+                    path = self.store.save(
+                        rec.result, rec.result_id, overwrite=True, keep_runs=self.settings.baseline_runs
+                    )
                     out.saved.append(path)
                     self.saved.append(path)
         finally:  # whatever goes wrong with one record, the verdicts reached so far stay in the report
@@ -136,15 +145,29 @@ class PerfSession:
             self._problem(out, f"baseline error: {exc}")
             return
         if not store.loaded and not self.settings.update_exact:
-            out.verdicts.append(Verdict(rec.result_id, "exact", None, None, None, Outcome.NEW,
-                                        f"no committed exact baselines at {store.path}; record them with "
-                                        "`nox -s perf -- --perfsuite-update-exact`"))
+            out.verdicts.append(
+                Verdict(
+                    rec.result_id,
+                    "exact",
+                    None,
+                    None,
+                    None,
+                    Outcome.NEW,
+                    f"no committed exact baselines at {store.path}; record them with "
+                    "`nox -s perf -- --perfsuite-update-exact`",
+                )
+            )
             return
         if self.settings.update_exact:
             return  # being rewritten from this run: nothing to hold it against
-        verdicts = check_exact(store.expected(rec.result_id), rec.result, rec.result_id,
-                               str(store.path.relative_to(self.settings.baselines.parent))
-                               if store.path.is_relative_to(self.settings.baselines.parent) else str(store.path))
+        verdicts = check_exact(
+            store.expected(rec.result_id),
+            rec.result,
+            rec.result_id,
+            str(store.path.relative_to(self.settings.baselines.parent))
+            if store.path.is_relative_to(self.settings.baselines.parent)
+            else str(store.path),
+        )
         checked = [v for v in verdicts if v.outcome is not Outcome.NEW]
         held = sum(v.outcome is Outcome.UNCHANGED for v in checked)
         self.exact_counts[rec.result_id] = (held, len(checked))
@@ -161,21 +184,39 @@ class PerfSession:
                 base = self.store.load_any(rid)
                 if base is None:
                     self.timing_new.append(rid)
-                    out.verdicts.append(Verdict(
-                        rid, "timing", None, None, None, Outcome.NEW,
-                        f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}"))
+                    out.verdicts.append(
+                        Verdict(
+                            rid,
+                            "timing",
+                            None,
+                            None,
+                            None,
+                            Outcome.NEW,
+                            f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}",
+                        )
+                    )
                     return
                 if not s.force:
                     raise FingerprintMismatch(
                         f"{rid}: its baseline {self.store.path_for(base.fingerprint, rid)} was recorded on "
                         f"{base.fingerprint.key()!r} but this run is {head.fingerprint.key()!r}; timings from "
                         "different machines do not compare. Record a baseline here with --perfsuite-save "
-                        "(nox -s baseline), or pass --perfsuite-force to compare anyway")
+                        "(nox -s baseline), or pass --perfsuite-force to compare anyway"
+                    )
             committed = self.exact_store(head).loaded
-            runs = self.store.load_runs(head.fingerprint, rid) if base.fingerprint.key() == head.fingerprint.key() \
-                else []
-            verdicts = compare_results(base, head, rid, factor=s.factor, alpha=s.alpha, force=s.force,
-                                       only=(lambda spec: not spec.exact) if committed else None, base_runs=runs)
+            runs = (
+                self.store.load_runs(head.fingerprint, rid) if base.fingerprint.key() == head.fingerprint.key() else []
+            )
+            verdicts = compare_results(
+                base,
+                head,
+                rid,
+                factor=s.factor,
+                alpha=s.alpha,
+                force=s.force,
+                only=(lambda spec: not spec.exact) if committed else None,
+                base_runs=runs,
+            )
         except FingerprintMismatch as exc:
             self._problem(out, f"comparison refused: {exc}")
             return

@@ -87,8 +87,12 @@ class Settings:
         """The perfsuite.watchdog.WatchdogConfig these settings describe (for the runner)."""
         from perfsuite.watchdog import WatchdogConfig
 
-        return WatchdogConfig(loader_timeout_s=self.loader_timeout, warmup_s=self.deadline_warmup,
-                              floor_s=self.deadline_floor, factor=self.deadline_factor)
+        return WatchdogConfig(
+            loader_timeout_s=self.loader_timeout,
+            warmup_s=self.deadline_warmup,
+            floor_s=self.deadline_floor,
+            factor=self.deadline_factor,
+        )
 
 
 def read_pyproject(rootpath: Path) -> dict[str, Any]:
@@ -151,17 +155,29 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         raise PerfsuiteError(f"alpha={alpha} must lie between 0 and 0.5; write e.g. --perfsuite-alpha 0.01")
     inject = pick("inject")[0] or ()
     return Settings(
-        scale=scale, device=device, steps=pick("steps")[0], warmup=pick("warmup")[0],
-        observe_steps=pick("observe_steps")[0], baselines=path("baselines", "baselines") or Path("baselines"),
-        save=bool(cli.get("save")), compare=bool(cli.get("compare")), update_exact=bool(cli.get("update_exact")),
+        scale=scale,
+        device=device,
+        steps=pick("steps")[0],
+        warmup=pick("warmup")[0],
+        observe_steps=pick("observe_steps")[0],
+        baselines=path("baselines", "baselines") or Path("baselines"),
+        save=bool(cli.get("save")),
+        compare=bool(cli.get("compare")),
+        update_exact=bool(cli.get("update_exact")),
         force=bool(pick("force", False)[0]),
-        factor=factor, alpha=alpha, report_md=path("report_md"), report_json=path("report_json"),
-        png=path("png"), inject=(inject,) if isinstance(inject, str) else tuple(inject),
+        factor=factor,
+        alpha=alpha,
+        report_md=path("report_md"),
+        report_json=path("report_json"),
+        png=path("png"),
+        inject=(inject,) if isinstance(inject, str) else tuple(inject),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
         worker_gpus=str(pick("worker_gpus", "auto")[0]),
         baseline_runs=int(pick("baseline_runs", 1)[0]),
-        **{name: float(pick(name, options.BY_NAME[name].default)[0])
-           for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")},
+        **{
+            name: float(pick(name, options.BY_NAME[name].default)[0])
+            for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")
+        },
     )
 
 
@@ -171,8 +187,11 @@ def check_output_paths(settings: Settings) -> None:
     A path must not be a directory, and its nearest existing ancestor must be a
     writable directory (missing directories are created when the report is written).
     """
-    for option, path in (("--perfsuite-report-md", settings.report_md),
-                         ("--perfsuite-report-json", settings.report_json), ("--perfsuite-png", settings.png)):
+    for option, path in (
+        ("--perfsuite-report-md", settings.report_md),
+        ("--perfsuite-report-json", settings.report_json),
+        ("--perfsuite-png", settings.png),
+    ):
         if path is not None:
             problem = _unwritable(path)
             if problem:

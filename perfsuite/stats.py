@@ -152,4 +152,3 @@ def bootstrap_ratio_ci(
 
 def median(values: Sequence[float]) -> float:
     return float(np.median(_as_array(values, "values")))
-

@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from perfsuite.probes.base import Probe
 from perfsuite.workloads.registry import SCALES, Scale, Workload, get_workload
 
-__all__ = ["WorkloadContract"]
+__all__ = ["CompiledCallsInWindow", "WorkloadContract"]
 
 
 class WorkloadContract:
@@ -116,3 +117,34 @@ class WorkloadContract:
             assert 0 <= int(target) < (w.num_classes or int(target) + 1), f"label {target} outside the classes"
         else:
             assert target is None, f"target_kind 'none' but the sample has a {type(target).__name__} target"
+
+
+COMPILED_MARKERS = ("CompiledFxGraph", "Torch-Compiled Region")
+
+
+class CompiledCallsInWindow(Probe):
+    """A test instrument, not a probe for real runs: profiles the measured window (which costs time) and counts
+    the compiled-graph calls in it, to prove that a compiled run's window runs compiled code.
+
+    The profiler is no torch mode, so the runner's window guard lets it in; that is exactly why it must stay a
+    test instrument (tests/integrity, scripts/compiled_window.py).
+    """
+
+    name = "compiled-calls-in-window"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._prof: Any = None
+
+    def start(self) -> None:
+        import torch
+
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        self._prof.__enter__()
+
+    def stop(self) -> None:
+        if self._prof is None:
+            return
+        prof, self._prof = self._prof, None
+        prof.__exit__(None, None, None)
+        self.calls = sum(1 for e in prof.events() if any(m in e.name for m in COMPILED_MARKERS))

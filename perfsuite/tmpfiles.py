@@ -24,7 +24,9 @@ import socket
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 STALE_AFTER_S = 24 * 3600.0
 _MARK = ".tmp-"
@@ -131,3 +133,39 @@ def sweep(directory: Path) -> list[Path]:
 def is_dir_mode_private(path: Path) -> bool:
     """True if only the owner can read ``path`` (what ``tempfile`` leaves): for tests and diagnostics."""
     return not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH)
+
+
+def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], None] = os.replace) -> Path:
+    """Write ``payload`` as indented JSON to ``path`` atomically: a temporary in the same directory (the umask's
+    mode), fsync, then ``publish(tmp, path)`` (replace by default; a hard link refuses to overwrite), then fsync
+    the directory. Temporaries of earlier writes that were killed are swept first. A crash never leaves half a file.
+    """
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep(path.parent)
+    fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        publish(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return path
+
+
+def fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some platforms cannot fsync a directory; the file itself is already on disk
+    finally:
+        os.close(fd)

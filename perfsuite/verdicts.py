@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite import metrics as registry
+from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite.results import Metric, Result
 from perfsuite.stats import RatioInterval, bootstrap_ratio_ci, mann_whitney_u, median
 
@@ -85,21 +85,36 @@ class Verdict:
         return replace(self, cause=cause)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"test_id": self.test_id, "metric": self.metric, "base": self.base, "head": self.head,
-                "ratio": self.ratio, "outcome": self.outcome.value, "message": self.message, "cause": self.cause}
+        return {
+            "test_id": self.test_id,
+            "metric": self.metric,
+            "base": self.base,
+            "head": self.head,
+            "ratio": self.ratio,
+            "outcome": self.outcome.value,
+            "message": self.message,
+            "cause": self.cause,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
-        return cls(test_id=data["test_id"], metric=data["metric"], base=data["base"], head=data["head"],
-                   ratio=data["ratio"], outcome=Outcome(data["outcome"]), message=data["message"],
-                   cause=data.get("cause"))
+        return cls(
+            test_id=data["test_id"],
+            metric=data["metric"],
+            base=data["base"],
+            head=data["head"],
+            ratio=data["ratio"],
+            outcome=Outcome(data["outcome"]),
+            message=data["message"],
+            cause=data.get("cause"),
+        )
 
 
 def format_value(value: Any) -> str:
     """Short, readable numbers for messages and tables: 0.62, 12.35, 3200."""
     if value is None:
         return "-"
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, (bool, int)):
         return str(value)
     if isinstance(value, float):
         return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
@@ -132,13 +147,27 @@ class Threshold:
     def check(self, result: Result, test_id: str) -> Verdict:
         metric = self.compute(result)
         if not metric.available:
-            return Verdict(test_id, self.metric, self.bound, None, None, Outcome.UNAVAILABLE,
-                           f"{self.metric} unavailable ({self.name}): {metric.reason}")
+            return Verdict(
+                test_id,
+                self.metric,
+                self.bound,
+                None,
+                None,
+                Outcome.UNAVAILABLE,
+                f"{self.metric} unavailable ({self.name}): {metric.reason}",
+            )
         value = metric.value
         failed = self.fails(value)
         ratio = _ratio(self.bound, value) if not isinstance(self.bound, bool) else None
-        return Verdict(test_id, self.metric, self.bound, value, ratio,
-                       Outcome.FAIL if failed else Outcome.PASS, self.describe(value))
+        return Verdict(
+            test_id,
+            self.metric,
+            self.bound,
+            value,
+            ratio,
+            Outcome.FAIL if failed else Outcome.PASS,
+            self.describe(value),
+        )
 
 
 @dataclass(frozen=True)
@@ -210,9 +239,7 @@ def parse_threshold(name: str, bound: Any) -> Threshold:
     kind, _, metric = name.partition("_")
     target = registry.find(metric)
     if kind not in ("min", "max") or target is None or target.boundable != "range":
-        raise PerfsuiteError(
-            f"unknown threshold {name!r}; write one of: {', '.join(known_threshold_names())}"
-        )
+        raise PerfsuiteError(f"unknown threshold {name!r}; write one of: {', '.join(known_threshold_names())}")
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
         raise PerfsuiteError(f"{name}={bound!r}: the bound must be a finite number, e.g. {name}=0.05")
     return AtLeast(metric, bound) if kind == "min" else AtMost(metric, bound)
@@ -274,11 +301,20 @@ def compare_timing(
     """
     _validate_rule(factor, alpha)
     if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
-                                f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)")
+        return TimingComparison(
+            Outcome.INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
+        )
     if min(base) <= 0 or min(head) <= 0:
-        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
-                                "samples must be positive times to form a ratio")
+        return TimingComparison(
+            Outcome.INCONCLUSIVE, None, None, None, None, None, None, "samples must be positive times to form a ratio"
+        )
     base_median, head_median = median(base), median(head)
     log_ratio = math.log(head_median) - math.log(base_median)
     p_slower = mann_whitney_u(head, base, "greater").p_value
@@ -293,8 +329,10 @@ def compare_timing(
     elif faster and max(head_blocks) < min(base_blocks):
         outcome, reason = Outcome.IMPROVED, f"faster by more than x{factor:g}, significant, in every part of the run"
     elif slower or faster:
-        outcome, reason = Outcome.INCONCLUSIVE, ("significant, but the runs drift as much as they differ "
-                                                 "(block medians overlap): a busy machine? re-run")
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            ("significant, but the runs drift as much as they differ (block medians overlap): a busy machine? re-run"),
+        )
     elif interval.log_low >= -log_factor and interval.log_high <= log_factor:
         outcome, reason = Outcome.UNCHANGED, f"interval within x{1 / factor:.3g}..x{factor:g}"
     else:
@@ -347,16 +385,28 @@ def compare_between_runs(
     log_factor = math.log(factor)
     spread = f"between-run sd x{math.exp(sd):.3f} over {k} base runs"
     if diff > log_factor and p_slower < alpha and mw_slower < alpha:
-        outcome, reason = Outcome.REGRESSED, f"slower by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_slower:.2g})"
+        outcome, reason = (
+            Outcome.REGRESSED,
+            f"slower by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_slower:.2g})",
+        )
     elif diff < -log_factor and p_faster < alpha and mw_faster < alpha:
-        outcome, reason = Outcome.IMPROVED, f"faster by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_faster:.2g})"
+        outcome, reason = (
+            Outcome.IMPROVED,
+            f"faster by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_faster:.2g})",
+        )
     elif abs(diff) <= log_factor:
         outcome, reason = Outcome.UNCHANGED, f"within x{1 / factor:.3g}..x{factor:g} of the base runs ({spread})"
     else:
-        outcome, reason = Outcome.INCONCLUSIVE, (f"moved by x{math.exp(diff):.3f}, within what the base runs drift "
-                                                 f"({spread}, p={min(p_slower, p_faster):.2g})")
-    return TimingComparison(outcome, math.exp(mu), math.exp(h), diff, min(p_slower, 1.0), min(p_faster, 1.0), None,
-                            reason)
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            (
+                f"moved by x{math.exp(diff):.3f}, within what the base runs drift "
+                f"({spread}, p={min(p_slower, p_faster):.2g})"
+            ),
+        )
+    return TimingComparison(
+        outcome, math.exp(mu), math.exp(h), diff, min(p_slower, 1.0), min(p_faster, 1.0), None, reason
+    )
 
 
 def block_medians(samples: Sequence[float], blocks: int) -> list[float]:
@@ -387,8 +437,16 @@ def compare_shares(
     absolute margin. ``log_ratio`` holds the difference of the means.
     """
     if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
-                                f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)")
+        return TimingComparison(
+            Outcome.INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
+        )
     b, h = sum(base) / len(base), sum(head) / len(head)
     p_slower = mann_whitney_u(head, base, "greater").p_value
     p_faster = mann_whitney_u(base, head, "greater").p_value
@@ -455,38 +513,63 @@ def compare_results(
     return verdicts
 
 
-def _judge_between_runs(spec: registry.MetricSpec, base_runs: Sequence[Result], head: Result, test_id: str,
-                        factor: float, alpha: float) -> Verdict:
+def _judge_between_runs(
+    spec: registry.MetricSpec, base_runs: Sequence[Result], head: Result, test_id: str, factor: float, alpha: float
+) -> Verdict:
     per_sample = any(r.batch_size != head.batch_size for r in base_runs)
-    runs = [_per_sample(r, r.samples.get("step_ms", [])) if per_sample else list(r.samples.get("step_ms", []))
-            for r in base_runs]
+    runs = [
+        _per_sample(r, r.samples.get("step_ms", [])) if per_sample else list(r.samples.get("step_ms", []))
+        for r in base_runs
+    ]
     h_samples = _per_sample(head, head.samples.get("step_ms", [])) if per_sample else list(head.samples["step_ms"])
     t = compare_between_runs(runs, h_samples, factor, alpha)
     if t.log_ratio is None:
         return Verdict(test_id, spec.name, None, None, None, t.outcome, f"step_ms {t.outcome}: {t.reason}")
     unit = "ms per sample" if per_sample else spec.unit
-    message = (f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
-               f"(x{t.ratio:.3f}, {len(base_runs)} base runs){_tail(base_runs[-1], head, 'step_ms')}: {t.reason}")
+    message = (
+        f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+        f"(x{t.ratio:.3f}, {len(base_runs)} base runs){_tail(base_runs[-1], head, 'step_ms')}: {t.reason}"
+    )
     return Verdict(test_id, spec.name, t.base_median, t.head_median, t.ratio, t.outcome, message)
 
 
-def judge_metric(spec: registry.MetricSpec, base: Result, head: Result, test_id: str,
-                 factor: float = DEFAULT_FACTOR, alpha: float = DEFAULT_ALPHA) -> Verdict:
+def judge_metric(
+    spec: registry.MetricSpec,
+    base: Result,
+    head: Result,
+    test_id: str,
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+) -> Verdict:
     """One metric of head against base, by the rule its kind declares."""
     name = spec.name
     b, h = base.metric(name), head.metric(name)
     if b.available and not h.available:
-        return Verdict(test_id, name, b.value, None, None, Outcome.REGRESSED,
-                       f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}")
+        return Verdict(
+            test_id,
+            name,
+            b.value,
+            None,
+            None,
+            Outcome.REGRESSED,
+            f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}",
+        )
     if not h.available:
         return Verdict(test_id, name, None, None, None, Outcome.UNAVAILABLE, f"{name} unavailable: {h.reason}")
     if not b.available:
-        return Verdict(test_id, name, None, h.value, None, Outcome.NEW,
-                       f"{name} {format_value(h.value)}: no baseline value ({b.reason})")
+        return Verdict(
+            test_id,
+            name,
+            None,
+            h.value,
+            None,
+            Outcome.NEW,
+            f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
+        )
     if spec.kind == "timing":
         return _judge_samples(spec, base, head, test_id, factor, alpha)
     if spec.kind == "noisy":
-        return _compare_summary(spec, test_id, float(b.value), float(h.value))
+        return _compare_summary(spec, test_id, float(b.value), float(h.value))  # type: ignore[arg-type]
     return _compare_exact(spec, test_id, b, h)
 
 
@@ -522,10 +605,14 @@ def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: 
     b_by, h_by = base_detail.get("by"), head_detail.get("by")
     if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
         keys = set(b_by) | set(h_by)
-        changes = sorted(((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys),
-                         key=lambda c: (-abs(c[0]), c[1]))
-        return ", ".join(f"{k} {format_value(float(b_by.get(k, 0)))} -> {format_value(float(h_by.get(k, 0)))}"
-                         for delta, k in changes[:top] if delta)
+        changes = sorted(
+            ((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys), key=lambda c: (-abs(c[0]), c[1])
+        )
+        return ", ".join(
+            f"{k} {format_value(float(b_by.get(k, 0)))} -> {format_value(float(h_by.get(k, 0)))}"
+            for delta, k in changes[:top]
+            if delta
+        )
     examples = head_detail.get("examples")
     if isinstance(examples, list) and examples:
         return str(examples[0])[:240]
@@ -543,23 +630,40 @@ def _per_sample(result: Result, samples: Sequence[float]) -> list[float]:
     return [t / result.batch_size for t in samples]
 
 
-def _judge_samples(spec: registry.MetricSpec, base: Result, head: Result, test_id: str, factor: float,
-                   alpha: float) -> Verdict:
+def _judge_samples(
+    spec: registry.MetricSpec, base: Result, head: Result, test_id: str, factor: float, alpha: float
+) -> Verdict:
     name, key = spec.name, spec.samples or spec.name
     b_samples, h_samples = list(base.samples.get(key, [])), list(head.samples.get(key, []))
     if not b_samples:
-        return Verdict(test_id, name, base.value(name), head.value(name), None, Outcome.INCONCLUSIVE,
-                       f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite")
+        return Verdict(
+            test_id,
+            name,
+            base.value(name),
+            head.value(name),
+            None,
+            Outcome.INCONCLUSIVE,
+            f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite",
+        )
     if spec.rule == "tail":
         return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
     if spec.rule == "shares":
         t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
         if t.log_ratio is None:
             return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
-        message = (f"{name} {format_value(base.value(name))} -> {format_value(head.value(name))} (per-step mean "
-                   f"{t.base_median:.3f} -> {t.head_median:.3f}, n={len(b_samples)}/{len(h_samples)}): {t.reason}")
-        return Verdict(test_id, name, base.value(name), head.value(name), _ratio(base.value(name), head.value(name)),
-                       t.outcome, message)
+        message = (
+            f"{name} {format_value(base.value(name))} -> {format_value(head.value(name))} (per-step mean "
+            f"{t.base_median:.3f} -> {t.head_median:.3f}, n={len(b_samples)}/{len(h_samples)}): {t.reason}"
+        )
+        return Verdict(
+            test_id,
+            name,
+            base.value(name),
+            head.value(name),
+            _ratio(base.value(name), head.value(name)),
+            t.outcome,
+            message,
+        )
     per_sample = key == "step_ms" and base.batch_size != head.batch_size
     if per_sample:
         b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
@@ -567,11 +671,13 @@ def _judge_samples(spec: registry.MetricSpec, base: Result, head: Result, test_i
     if t.log_ratio is None:
         return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
     unit = "ms per sample" if per_sample else spec.unit
+    assert t.interval is not None  # compare_timing forms an interval whenever it forms a ratio
     message = (
         f"{name} median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
         f"(x{t.ratio:.3f}, {t.interval.confidence:.0%} CI x{t.interval.low:.3f}..x{t.interval.high:.3f}, "
         f"p_slower={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
-        + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "") + f"){_tail(base, head, name)}"
+        + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "")
+        + f"){_tail(base, head, name)}"
         f": {t.reason}"
     )
     return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
@@ -590,8 +696,14 @@ def exceedance_p(base: Sequence[float], head: Sequence[float]) -> tuple[int, flo
     return k, math.comb(len(head), k) / math.comb(len(base) + len(head), k)
 
 
-def compare_tail(metric: str, base: Sequence[float], head: Sequence[float], factor: float,
-                 alpha: float = DEFAULT_ALPHA, min_samples: int = MIN_SAMPLES) -> TimingComparison:
+def compare_tail(
+    metric: str,
+    base: Sequence[float],
+    head: Sequence[float],
+    factor: float,
+    alpha: float = DEFAULT_ALPHA,
+    min_samples: int = MIN_SAMPLES,
+) -> TimingComparison:
     """Judge the step-time tail of one run against another, relative to each run's own median.
 
     Dividing by the run's median leaves the shape of the tail: a uniformly
@@ -618,11 +730,20 @@ def compare_tail(metric: str, base: Sequence[float], head: Sequence[float], fact
     import numpy as np
 
     if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
-                                f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)")
+        return TimingComparison(
+            Outcome.INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
+        )
     if min(base) <= 0 or min(head) <= 0:
-        return TimingComparison(Outcome.INCONCLUSIVE, None, None, None, None, None, None,
-                                "samples must be positive times")
+        return TimingComparison(
+            Outcome.INCONCLUSIVE, None, None, None, None, None, None, "samples must be positive times"
+        )
     b = np.asarray(base, dtype=float) / median(base)
     h = np.asarray(head, dtype=float) / median(head)
     if metric == "stalls":
@@ -638,41 +759,68 @@ def compare_tail(metric: str, base: Sequence[float], head: Sequence[float], fact
         elif sb >= factor * sh + 2 and p_faster < alpha:
             outcome, reason = Outcome.IMPROVED, f"{sb} -> {sh} stalls, Fisher p={p_faster:.2g}"
         elif abs(sh - sb) >= 2:
-            outcome, reason = Outcome.INCONCLUSIVE, (f"{sb} -> {sh} stalls, not certain from one run each "
-                                                     f"(Fisher p={min(p_slower, p_faster):.2g}); compare with perfsuite ab")
+            outcome, reason = (
+                Outcome.INCONCLUSIVE,
+                (
+                    f"{sb} -> {sh} stalls, not certain from one run each "
+                    f"(Fisher p={min(p_slower, p_faster):.2g}); compare with perfsuite ab"
+                ),
+            )
         else:
             outcome, reason = Outcome.UNCHANGED, f"{sb} -> {sh} stalls"
         return TimingComparison(outcome, float(sb), float(sh), log_ratio, p_slower, p_faster, None, reason)
     if metric == "step_ms_max":
-        sb, sh = float(b.max()), float(h.max())
-        log_ratio = math.log(sh / sb)
+        top_b, top_h = float(b.max()), float(h.max())
+        log_ratio = math.log(top_h / top_b)
         if abs(log_ratio) >= math.log(factor):
-            outcome, reason = Outcome.INCONCLUSIVE, (f"the slowest step moved from x{sb:.3g} to x{sh:.3g} the run's "
-                                                     "median; one step cannot be certain (recompiles is the exact check)")
+            outcome, reason = (
+                Outcome.INCONCLUSIVE,
+                (
+                    f"the slowest step moved from x{top_b:.3g} to x{top_h:.3g} the run's "
+                    "median; one step cannot be certain (recompiles is the exact check)"
+                ),
+            )
         else:
             outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
-        return TimingComparison(outcome, sb, sh, log_ratio, None, None, None, reason)
-    sb, sh = float(np.percentile(b, 99)), float(np.percentile(h, 99))
-    log_ratio = math.log(sh / sb)
-    k_up, p_slower = exceedance_p(b, h)
-    k_down, p_faster = exceedance_p(h, b)
+        return TimingComparison(outcome, top_b, top_h, log_ratio, None, None, None, reason)
+    q_b, q_h = float(np.percentile(b, 99)), float(np.percentile(h, 99))
+    log_ratio = math.log(q_h / q_b)
+    k_up, p_slower = exceedance_p(b.tolist(), h.tolist())
+    k_down, p_faster = exceedance_p(h.tolist(), b.tolist())
     log_factor = math.log(factor)
     if log_ratio >= log_factor and k_up >= 2 and p_slower < alpha:
-        outcome, reason = Outcome.REGRESSED, (f"p99 x{sb:.3g} -> x{sh:.3g} the run's median; {k_up} steps beyond "
-                                              f"the slowest base step (exact p={p_slower:.2g})")
+        outcome, reason = (
+            Outcome.REGRESSED,
+            (
+                f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median; {k_up} steps beyond "
+                f"the slowest base step (exact p={p_slower:.2g})"
+            ),
+        )
     elif log_ratio <= -log_factor and k_down >= 2 and p_faster < alpha:
-        outcome, reason = Outcome.IMPROVED, f"p99 x{sb:.3g} -> x{sh:.3g} the run's median (exact p={p_faster:.2g})"
+        outcome, reason = Outcome.IMPROVED, f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median (exact p={p_faster:.2g})"
     elif abs(log_ratio) >= log_factor:
-        outcome, reason = Outcome.INCONCLUSIVE, (f"p99 x{sb:.3g} -> x{sh:.3g} the run's median, not certain from "
-                                                 f"one run each (p={min(p_slower, p_faster):.2g}); compare with "
-                                                 "perfsuite ab")
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            (
+                f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median, not certain from "
+                f"one run each (p={min(p_slower, p_faster):.2g}); compare with "
+                "perfsuite ab"
+            ),
+        )
     else:
         outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
-    return TimingComparison(outcome, sb, sh, log_ratio, p_slower, p_faster, None, reason)
+    return TimingComparison(outcome, q_b, q_h, log_ratio, p_slower, p_faster, None, reason)
 
 
-def _judge_tail(spec: registry.MetricSpec, base: Result, head: Result, test_id: str, b_samples: Sequence[float],
-                h_samples: Sequence[float], alpha: float) -> Verdict:
+def _judge_tail(
+    spec: registry.MetricSpec,
+    base: Result,
+    head: Result,
+    test_id: str,
+    b_samples: Sequence[float],
+    h_samples: Sequence[float],
+    alpha: float,
+) -> Verdict:
     name = spec.name
     t = compare_tail(name, b_samples, h_samples, spec.factor or 2.0, alpha)
     b, h = base.value(name), head.value(name)
@@ -707,11 +855,25 @@ def _compare_summary(spec: registry.MetricSpec, test_id: str, b: float, h: float
     else:
         tol, within = f"+-{spec.tolerance:.0%}", abs(h - b) <= spec.tolerance * max(abs(b), abs(h))
     if within:
-        return Verdict(test_id, name, b, h, _ratio(b, h), Outcome.UNCHANGED,
-                       f"{name} {format_value(b)} -> {format_value(h)} (within {tol})")
-    return Verdict(test_id, name, b, h, _ratio(b, h), Outcome.INCONCLUSIVE,
-                   f"{name} {format_value(b)} -> {format_value(h)}: beyond {tol}, but a single summary value "
-                   "cannot tell noise from change; re-run or compare within one session")
+        return Verdict(
+            test_id,
+            name,
+            b,
+            h,
+            _ratio(b, h),
+            Outcome.UNCHANGED,
+            f"{name} {format_value(b)} -> {format_value(h)} (within {tol})",
+        )
+    return Verdict(
+        test_id,
+        name,
+        b,
+        h,
+        _ratio(b, h),
+        Outcome.INCONCLUSIVE,
+        f"{name} {format_value(b)} -> {format_value(h)}: beyond {tol}, but a single summary value "
+        "cannot tell noise from change; re-run or compare within one session",
+    )
 
 
 def explain(verdict: Verdict, result: Result) -> Verdict:
@@ -739,16 +901,26 @@ def exact_values(result: Result) -> dict[str, Any]:
     return out
 
 
-def check_exact(expected: Mapping[str, Any] | None, head: Result, test_id: str, source: str,
-                update: str = UPDATE_HINT) -> list[Verdict]:
+def check_exact(
+    expected: Mapping[str, Any] | None, head: Result, test_id: str, source: str, update: str = UPDATE_HINT
+) -> list[Verdict]:
     """Head's exact metrics against the committed expected values: any difference fails, both ways.
 
     An improvement fails too (as changed), so the committed file always says
     what the code does; the message names the command that rewrites it.
     """
     if expected is None:
-        return [Verdict(test_id, "exact", None, None, None, Outcome.NEW,
-                        f"no committed exact values for this test in {source}; record them with `{update}`")]
+        return [
+            Verdict(
+                test_id,
+                "exact",
+                None,
+                None,
+                None,
+                Outcome.NEW,
+                f"no committed exact values for this test in {source}; record them with `{update}`",
+            )
+        ]
     verdicts: list[Verdict] = []
     actual = exact_values(head)
     for name in [n for n in registry.names() if n in expected or n in actual]:
@@ -758,20 +930,43 @@ def check_exact(expected: Mapping[str, Any] | None, head: Result, test_id: str, 
             continue
         if got is None:
             reason = head.metric(name).reason
-            verdict = Verdict(test_id, name, want, None, None, Outcome.REGRESSED,
-                              f"{name} was {format_value(want)} in {source} and is now unavailable: {reason}")
+            verdict = Verdict(
+                test_id,
+                name,
+                want,
+                None,
+                None,
+                Outcome.REGRESSED,
+                f"{name} was {format_value(want)} in {source} and is now unavailable: {reason}",
+            )
         elif want in (None, "<absent>") or got == "<absent>":
-            verdict = Verdict(test_id, name, None if want == "<absent>" else want,
-                              None if got == "<absent>" else got, None, Outcome.CHANGED,
-                              f"{name} is {format_value(got)} but {source} says {format_value(want)}; "
-                              f"if that is intended, update it: `{update}`")
+            verdict = Verdict(
+                test_id,
+                name,
+                None if want == "<absent>" else want,
+                None if got == "<absent>" else got,
+                None,
+                Outcome.CHANGED,
+                f"{name} is {format_value(got)} but {source} says {format_value(want)}; "
+                f"if that is intended, update it: `{update}`",
+            )
         else:
             outcome = _direction(spec, want, got)
-            verdict = Verdict(test_id, name, want, got, None if spec.kind in ("label", "flag") else _ratio(want, got),
-                              outcome, f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})")
+            verdict = Verdict(
+                test_id,
+                name,
+                want,
+                got,
+                None if spec.kind in ("label", "flag") else _ratio(want, got),
+                outcome,
+                f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})",
+            )
             if outcome is Outcome.IMPROVED:
-                verdict = replace(verdict, outcome=Outcome.CHANGED,
-                                  message=f"{verdict.message}: better than the committed value; commit it: `{update}`")
+                verdict = replace(
+                    verdict,
+                    outcome=Outcome.CHANGED,
+                    message=f"{verdict.message}: better than the committed value; commit it: `{update}`",
+                )
             elif outcome is not Outcome.UNCHANGED:
                 verdict = replace(verdict, message=f"{verdict.message}; if intended, update it: `{update}`")
         verdicts.append(explain(verdict, head))

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import statistics
@@ -86,8 +85,16 @@ def _spec(units: int, steps: int, warmup: int):
     from perfsuite.runner import RunSpec
 
     knobs = Knobs.from_flat(aug="cpu", num_workers=2, persistent_workers=True, device="cpu")
-    return RunSpec("face_parsing", scale="smoke", knobs=knobs, steps=steps, warmup=warmup, observe_steps=0,
-                   sol_steps=0, mutate=_extra_work(units) if units else None)
+    return RunSpec(
+        "face_parsing",
+        scale="smoke",
+        knobs=knobs,
+        steps=steps,
+        warmup=warmup,
+        observe_steps=0,
+        sol_steps=0,
+        mutate=_extra_work(units) if units else None,
+    )
 
 
 def one_run(units: int, steps: int, warmup: int) -> dict:
@@ -122,8 +129,12 @@ def calibrate(steps: int, warmup: int) -> tuple[float, float]:
 
 def _subprocess_run(units: int, steps: int, warmup: int) -> dict:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "one-run", "--units", str(units), "--steps", str(steps),
-                           "--warmup", str(warmup)], capture_output=True, text=True, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, __file__, "one-run", "--units", str(units), "--steps", str(steps), "--warmup", str(warmup)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
     if proc.returncode != 0:
         raise SystemExit(f"a run failed:\n{proc.stderr[-2000:]}")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -148,9 +159,15 @@ def record(args: argparse.Namespace) -> int:
         if pool is None:
             base_ms, unit_ms = calibrate(args.steps, args.warmup)
             units = {v: round(EFFECT[v] * base_ms / unit_ms) for v in VARIANTS}
-            pool = {"workload": "face_parsing smoke, aug=cpu, 2 workers, persistent", "steps": args.steps,
-                    "warmup": args.warmup, "load": args.load, "calibration": {"base_step_ms": base_ms,
-                    "unit_ms": unit_ms, "units": units}, "rounds": [], "started": time.strftime("%Y-%m-%d %H:%M")}
+            pool = {
+                "workload": "face_parsing smoke, aug=cpu, 2 workers, persistent",
+                "steps": args.steps,
+                "warmup": args.warmup,
+                "load": args.load,
+                "calibration": {"base_step_ms": base_ms, "unit_ms": unit_ms, "units": units},
+                "rounds": [],
+                "started": time.strftime("%Y-%m-%d %H:%M"),
+            }
         rng = random.Random(args.seed + len(pool["rounds"]))
         for r in range(len(pool["rounds"]), args.rounds):
             variant = VARIANTS[r % len(VARIANTS)]
@@ -160,14 +177,18 @@ def record(args: argparse.Namespace) -> int:
             for side in order:
                 units = 0 if side == "A" else pool["calibration"]["units"][variant]
                 runs.append(_subprocess_run(units, pool["steps"], pool["warmup"]))
-            pool["rounds"].append({"variant": variant, "order": order, "runs": runs, "loadavg": [load_before,
-                                                                                                 _uptime()]})
+            pool["rounds"].append(
+                {"variant": variant, "order": order, "runs": runs, "loadavg": [load_before, _uptime()]}
+            )
             tmp = out.with_suffix(".tmp")
             tmp.write_text(json.dumps(pool))
             tmp.replace(out)
-            print(f"round {r + 1}/{args.rounds} {variant} {order}: "
-                  + " ".join(f"{statistics.median(x['step_ms']):.1f}" for x in runs)
-                  + f" ms; load {load_before}", flush=True)
+            print(
+                f"round {r + 1}/{args.rounds} {variant} {order}: "
+                + " ".join(f"{statistics.median(x['step_ms']):.1f}" for x in runs)
+                + f" ms; load {load_before}",
+                flush=True,
+            )
     finally:
         for p in busy:
             p.kill()
@@ -230,9 +251,13 @@ def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int) -> dict:
             counts["ab"] += loop.tracks["t"].decision.outcome is ABOutcome.REGRESSED
             ab_rounds.append(len(loop.orders))
         out[variant] = {
-            "rounds_in_pool": len(rounds), "achieved": _median(b_meds) / _median(a_meds), "counts": counts,
-            "comparisons": comparisons, "ab_rounds_mean": statistics.mean(ab_rounds),
-            "ab_seconds_mean": statistics.mean(ab_rounds) * 4 * run_s, "run_s": run_s,
+            "rounds_in_pool": len(rounds),
+            "achieved": _median(b_meds) / _median(a_meds),
+            "counts": counts,
+            "comparisons": comparisons,
+            "ab_rounds_mean": statistics.mean(ab_rounds),
+            "ab_seconds_mean": statistics.mean(ab_rounds) * 4 * run_s,
+            "run_s": run_s,
         }
     return out
 
@@ -243,26 +268,45 @@ def evaluate(args: argparse.Namespace) -> int:
         pool = json.loads(Path(path).read_text())
         res = _rules(pool, args.comparisons, args.max_rounds, args.seed)
         loads = [float(x) for rnd in pool["rounds"] for x in rnd["loadavg"] if x != "?"]
-        head = (f"**{Path(path).name}**: {pool['workload']}, {pool['steps']} steps per run, background load "
-                f"{pool['load']} busy process(es); load average during recording {min(loads):.1f}-{max(loads):.1f}; "
-                f"{len(pool['rounds'])} recorded rounds; a run takes {next(iter(res.values()))['run_s']:.1f} s "
-                "with process start")
+        head = (
+            f"**{Path(path).name}**: {pool['workload']}, {pool['steps']} steps per run, background load "
+            f"{pool['load']} busy process(es); load average during recording {min(loads):.1f}-{max(loads):.1f}; "
+            f"{len(pool['rounds'])} recorded rounds; a run takes {next(iter(res.values()))['run_s']:.1f} s "
+            "with process start"
+        )
         cols = [v for v in VARIANTS if v in res]
-        lines = [head, "", "| rule | " + " | ".join(
-            ("A/A false alarm" if v == "A/A" else f"real {v} (achieved x{res[v]['achieved']:.3f})") for v in cols)
-            + " |", "|---|" + "---:|" * len(cols)]
-        names = {"single": "perfsuite single run (stored baseline)", "ab": f"perfsuite ab (<= {args.max_rounds} rounds)",
-                 "pytest-benchmark mean:5%": "pytest-benchmark `mean:5%`", "asv": "asv (x1.1, MWU p < 0.002)"}
+        lines = [
+            head,
+            "",
+            "| rule | "
+            + " | ".join(
+                ("A/A false alarm" if v == "A/A" else f"real {v} (achieved x{res[v]['achieved']:.3f})") for v in cols
+            )
+            + " |",
+            "|---|" + "---:|" * len(cols),
+        ]
+        names = {
+            "single": "perfsuite single run (stored baseline)",
+            "ab": f"perfsuite ab (<= {args.max_rounds} rounds)",
+            "pytest-benchmark mean:5%": "pytest-benchmark `mean:5%`",
+            "asv": "asv (x1.1, MWU p < 0.002)",
+        }
         for key, label in names.items():
             cells = []
             for v in cols:
                 n, c = res[v]["comparisons"], res[v]["counts"][key]
                 cells.append(f"{c}/{n} ({c / n:.1%})")
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        lines.append("| perfsuite ab: mean rounds / time per comparison | " + " | ".join(
-            f"{res[v]['ab_rounds_mean']:.1f} / {res[v]['ab_seconds_mean']:.0f} s" for v in cols) + " |")
-        lines.append(f"\nPool sizes (rounds): " + ", ".join(f"{v} {res[v]['rounds_in_pool']}" for v in cols)
-                     + "; comparisons reuse runs across draws, never within one.")
+        lines.append(
+            "| perfsuite ab: mean rounds / time per comparison | "
+            + " | ".join(f"{res[v]['ab_rounds_mean']:.1f} / {res[v]['ab_seconds_mean']:.0f} s" for v in cols)
+            + " |"
+        )
+        lines.append(
+            "\nPool sizes (rounds): "
+            + ", ".join(f"{v} {res[v]['rounds_in_pool']}" for v in cols)
+            + "; comparisons reuse runs across draws, never within one."
+        )
         tables.append("\n".join(lines))
     print("\n\n".join(tables))
     return 0

@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="store_true", help="run the self-test first and record its results")
     parser.add_argument("--aa", type=int, default=5, help="A/A runs per reference with --run (default 5)")
-    parser.add_argument("--faults", nargs="*",
-                        help="with --run: only these faults (default: all); updates their rows of the record")
+    parser.add_argument(
+        "--faults", nargs="*", help="with --run: only these faults (default: all); updates their rows of the record"
+    )
     parser.add_argument("--device", default="cpu", help="with --run: cpu or cuda")
     parser.add_argument("--check", action="store_true", help="exit 1 if README's table differs from the generated one")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -41,8 +42,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.run:
         cache = os.environ.get("PERFSUITE_CACHE")
-        report = self_test(args.faults, device=args.device, aa_runs=args.aa, cache_dir=Path(cache) if cache else None,
-                           log=lambda s: print(s, file=sys.stderr, flush=True))
+        report = self_test(
+            args.faults,
+            device=args.device,
+            aa_runs=args.aa,
+            cache_dir=Path(cache) if cache else None,
+            log=lambda s: print(s, file=sys.stderr, flush=True),
+        )
         if args.faults and args.results.is_file():  # a partial run updates the recorded one
             recorded = CatchReport.load(args.results)
             recorded.catches.update(report.catches)
@@ -59,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     readme = args.readme.read_text(encoding="utf-8") if args.readme.is_file() else ""
     if args.check:
         if current_table(readme) != table:
-            print(f"{args.readme.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
-                  file=sys.stderr)
+            print(
+                f"{args.readme.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     report.save(args.results)  # the recorded decisions are today's engine's

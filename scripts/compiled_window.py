@@ -17,33 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
 
-from perfsuite.knobs import Knobs  # noqa: E402
-from perfsuite.probes import all_probes  # noqa: E402
-from perfsuite.probes.base import Probe  # noqa: E402
-from perfsuite.runner import RunSpec, run  # noqa: E402
-
-
-class WindowProfile(Probe):
-    """Counts compiled-graph calls between start() and stop() (the measured window)."""
-
-    name = "window-profile"
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self._prof: torch.profiler.profile | None = None
-
-    def start(self) -> None:
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-        self._prof.__enter__()
-
-    def stop(self) -> None:
-        if self._prof is None:
-            return
-        prof, self._prof = self._prof, None
-        prof.__exit__(None, None, None)
-        self.calls = sum(1 for e in prof.events() if "CompiledFxGraph" in e.name or "Torch-Compiled Region" in e.name)
+from perfsuite.knobs import Knobs
+from perfsuite.probes import all_probes
+from perfsuite.runner import RunSpec, run
+from perfsuite.testing import CompiledCallsInWindow
 
 
 def main() -> int:
@@ -51,26 +29,33 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--workload", default="gray_classifier")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--profile", action="store_true", help="also count compiled calls in the window (adds "
-                        "profiler overhead to both arms' windows)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also count compiled calls in the window (adds profiler overhead to both arms' windows)",
+    )
     args = parser.parse_args()
     eager, compiled, calls = [], [], []
     for i in range(args.pairs):
         for mode in ("eager", "compiled"):
             knobs = Knobs.from_flat(aug="none", num_workers=0, compile="default" if mode == "compiled" else None)
-            watch = WindowProfile()
+            watch = CompiledCallsInWindow()
             probes = [*all_probes(), watch] if args.profile else all_probes()
             result = run(RunSpec(args.workload, knobs=knobs, steps=args.steps, warmup=3, observe_steps=2), probes)
             rate = float(result.value("samples_per_s"))
             (compiled if mode == "compiled" else eager).append(rate)
             if mode == "compiled":
                 calls.append(watch.calls)
-            print(f"pair {i + 1} {mode:<8} {rate:8.1f} samples/s" + (f", {watch.calls} compiled calls in the window"
-                                                                     if mode == "compiled" and args.profile else ""),
-                  flush=True)
+            print(
+                f"pair {i + 1} {mode:<8} {rate:8.1f} samples/s"
+                + (f", {watch.calls} compiled calls in the window" if mode == "compiled" and args.profile else ""),
+                flush=True,
+            )
     ratio = statistics.median(compiled) / statistics.median(eager)
-    print(f"median samples/s: eager {statistics.median(eager):.1f}, compiled {statistics.median(compiled):.1f}; "
-          f"compiled/eager x{ratio:.3f}")
+    print(
+        f"median samples/s: eager {statistics.median(eager):.1f}, compiled {statistics.median(compiled):.1f}; "
+        f"compiled/eager x{ratio:.3f}"
+    )
     return 0
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfsuite.knobs import Knobs  # noqa: E402
-from perfsuite.runner import RunSpec, run  # noqa: E402
+from perfsuite.knobs import Knobs
+from perfsuite.runner import RunSpec, run
 
 
 def _load() -> str:
@@ -25,7 +25,10 @@ def _load() -> str:
 
 
 def main() -> int:
-    print("| workload | aug | workers | samples/s | speed of light samples/s | input_efficiency | data wait | band | load avg |")
+    print(
+        "| workload | aug | workers | samples/s | speed of light samples/s | input_efficiency | data wait | band "
+        "| load avg |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     for wl in ("face_parsing", "captcha_slider", "super_resolution", "gray_classifier"):
         for aug in ("cpu", "gpu"):
@@ -33,9 +36,12 @@ def main() -> int:
                 knobs = Knobs.from_flat(aug=aug, num_workers=workers, device="cpu")
                 r = run(RunSpec(wl, knobs=knobs, steps=20, warmup=3, observe_steps=0, sol_steps=5), probes=[])
                 m = r.metric("input_efficiency")
-                print(f"| {wl} | {aug} | {workers} | {r.value('samples_per_s'):.1f} | "
-                      f"{m.detail['sol_samples_per_s']:.1f} | {m.value:.2f} | {m.detail['data_wait']:.3f} | "
-                      f"{m.detail['band']} | {_load()} |", flush=True)
+                print(
+                    f"| {wl} | {aug} | {workers} | {r.value('samples_per_s'):.1f} | "
+                    f"{m.detail['sol_samples_per_s']:.1f} | {m.value:.2f} | {m.detail['data_wait']:.3f} | "
+                    f"{m.detail['band']} | {_load()} |",
+                    flush=True,
+                )
     return 0
 
 

@@ -18,8 +18,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from perfsuite.knobs import Knobs  # noqa: E402
-from perfsuite.runner import RunSpec, run  # noqa: E402
+from perfsuite.knobs import Knobs
+from perfsuite.runner import RunSpec, run
 
 
 def _value(text: str) -> object:
@@ -47,8 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--observe", type=int, default=4)
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("knobs", nargs="*", default=["aug=cpu", "num_workers=2", "log_interval=1"],
-                        help="flat knobs, name=value (default: aug=cpu num_workers=2 log_interval=1)")
+    parser.add_argument(
+        "knobs",
+        nargs="*",
+        default=["aug=cpu", "num_workers=2", "log_interval=1"],
+        help="flat knobs, name=value (default: aug=cpu num_workers=2 log_interval=1)",
+    )
     args = parser.parse_args(argv)
     knobs = Knobs.from_flat(**{k: _value(v) for k, v in (kv.split("=", 1) for kv in args.knobs)})
     spec = RunSpec(args.workload, knobs=knobs, steps=args.steps, warmup=args.warmup, observe_steps=args.observe)
@@ -61,18 +65,26 @@ def main(argv: list[str] | None = None) -> int:
         for which in order:
             result = run(spec, probes=None if which == "on" else [])
             (on if which == "on" else off).append(result.value("step_ms"))
-        print(f"pair {i + 1}/{args.pairs}: on {on[-1]:8.2f} ms  off {off[-1]:8.2f} ms  "
-              f"ratio {on[-1] / off[-1]:.4f}", flush=True)
+        print(
+            f"pair {i + 1}/{args.pairs}: on {on[-1]:8.2f} ms  off {off[-1]:8.2f} ms  ratio {on[-1] / off[-1]:.4f}",
+            flush=True,
+        )
 
     ratios = [a / b for a, b in zip(on, off)]
     figures = {
-        "workload": args.workload, "knobs": knobs.flat(), "pairs": args.pairs, "steps": args.steps,
-        "median_step_ms_on": statistics.median(on), "median_step_ms_off": statistics.median(off),
-        "ratio_median": statistics.median(ratios), "ratio_p10": _quantile(ratios, 0.1),
+        "workload": args.workload,
+        "knobs": knobs.flat(),
+        "pairs": args.pairs,
+        "steps": args.steps,
+        "median_step_ms_on": statistics.median(on),
+        "median_step_ms_off": statistics.median(off),
+        "ratio_median": statistics.median(ratios),
+        "ratio_p10": _quantile(ratios, 0.1),
         "ratio_p90": _quantile(ratios, 0.9),
         "ratio_iqr": _quantile(ratios, 0.75) - _quantile(ratios, 0.25),
         "ratio_of_medians": statistics.median(on) / statistics.median(off),
-        "load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count(),
+        "load_avg_1m": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
     }
     print(json.dumps(figures, indent=2))
     if args.json:

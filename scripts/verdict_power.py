@@ -32,15 +32,22 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from perfsuite.verdicts import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, compare_timing  # noqa: E402
+from perfsuite.verdicts import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, compare_timing
 
 
 def build_step(batch: int):
     """A few conv layers, forward + backward + optimizer step: one training step on CPU."""
     model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(32, 10),
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
@@ -120,8 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-seconds", type=float, default=540.0,
-                        help="stop measuring after this long and report the rounds done (default 540)")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=540.0,
+        help="stop measuring after this long and report the rounds done (default 540)",
+    )
     parser.add_argument("--out", type=Path, help="write the counts and settings as JSON here")
     args = parser.parse_args(argv)
 
@@ -141,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for done in range(1, args.rounds + 1):
         kinds = ["a", "a2", 0.10, 0.20]
         rng.shuffle(kinds)
-        runs = {k: time_run(step, extra, 0 if k in ("a", "a2") else units[k], args.steps, args.warmup)
-                for k in kinds}
+        runs = {k: time_run(step, extra, 0 if k in ("a", "a2") else units[k], args.steps, args.warmup) for k in kinds}
         a, a2 = runs["a"], runs["a2"]
         all_runs.append(a)
         record.append({str(k): v for k, v in runs.items()})
@@ -150,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         for frac in (0.10, 0.20):
             achieved[frac].append(statistics.median(runs[frac]) / statistics.median(a))
         pairs = {
-            "A/A (false alarm)": a2, "real +10%": runs[0.10], "real +20%": runs[0.20],
-            "scaled x1.10": [x * 1.10 for x in a2], "scaled x1.20": [x * 1.20 for x in a2],
+            "A/A (false alarm)": a2,
+            "real +10%": runs[0.10],
+            "real +20%": runs[0.20],
+            "scaled x1.10": [x * 1.10 for x in a2],
+            "scaled x1.20": [x * 1.20 for x in a2],
         }
         for rule, fails in RULES.items():
             for scenario, head in pairs.items():
@@ -166,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     n = done
     cv = statistics.pstdev(plain_medians) / statistics.fmean(plain_medians)
-    spread = statistics.median(
-        (q[2] - q[0]) / q[1] for q in (statistics.quantiles(r, n=4) for r in all_runs))
+    spread = statistics.median((q[2] - q[0]) / q[1] for q in (statistics.quantiles(r, n=4) for r in all_runs))
     lines = [
         f"Real CPU timings: conv net fwd+bwd+SGD, batch {args.batch}, {args.threads} thread(s), "
         f"{args.steps} steps/run, {n} rounds; plain step median {statistics.median(plain_medians):.2f} ms "
@@ -180,18 +192,34 @@ def main(argv: list[str] | None = None) -> int:
     for rule in RULES:
         cells = [f"{flagged[rule][s]}/{n} ({flagged[rule][s] / n:.0%})" for s in SCENARIOS]
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
-    lines += ["", "perfsuite A/A outcomes: " + ", ".join(f"{k} {v}" for k, v in aa_outcomes.items() if v),
-              f"({elapsed:.0f} s of measurement)"]
+    lines += [
+        "",
+        "perfsuite A/A outcomes: " + ", ".join(f"{k} {v}" for k, v in aa_outcomes.items() if v),
+        f"({elapsed:.0f} s of measurement)",
+    ]
     print("\n".join(lines))
     if args.out:
-        args.out.write_text(json.dumps({
-            "settings": {**{k: v for k, v in vars(args).items() if k != "out"}, "factor": DEFAULT_FACTOR,
-                         "alpha": DEFAULT_ALPHA, "extra_units": {str(k): v for k, v in units.items()}},
-            "rounds": n, "flagged": flagged, "aa_outcomes": aa_outcomes,
-            "plain_median_ms": statistics.median(plain_medians),
-            "achieved_slowdown": {str(k): statistics.median(v) for k, v in achieved.items()},
-            "seconds": elapsed, "runs": record,
-        }, indent=2) + "\n")
+        args.out.write_text(
+            json.dumps(
+                {
+                    "settings": {
+                        **{k: v for k, v in vars(args).items() if k != "out"},
+                        "factor": DEFAULT_FACTOR,
+                        "alpha": DEFAULT_ALPHA,
+                        "extra_units": {str(k): v for k, v in units.items()},
+                    },
+                    "rounds": n,
+                    "flagged": flagged,
+                    "aa_outcomes": aa_outcomes,
+                    "plain_median_ms": statistics.median(plain_medians),
+                    "achieved_slowdown": {str(k): statistics.median(v) for k, v in achieved.items()},
+                    "seconds": elapsed,
+                    "runs": record,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

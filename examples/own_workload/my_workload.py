@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from perfsuite.augment.recipe import Recipe
-from perfsuite.workloads import Sample, Scale, Workload, register_workload
+from perfsuite import Recipe, Sample, Scale, Workload, register_workload
 
 
 @register_workload
@@ -40,7 +39,7 @@ class DefectCrops(Workload):
         label = index % 2
         if label:  # a dark scratch
             y = int(rng.integers(2, h - 2))
-            image[y - 1:y + 1, w // 4:3 * w // 4] = 20
+            image[y - 1 : y + 1, w // 4 : 3 * w // 4] = 20
         return Sample(image=image, target=label)
 
     def recipe(self) -> Recipe:
@@ -51,9 +50,14 @@ class DefectCrops(Workload):
     def build_model(self, scale: Scale) -> nn.Module:
         w = scale.model["width"]
         return nn.Sequential(
-            nn.Conv2d(3, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(), nn.Linear(2 * w, self.num_classes),
+            nn.Conv2d(3, w, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(w, 2 * w, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(2 * w, self.num_classes),
         )
 
     def loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

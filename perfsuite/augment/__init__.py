@@ -39,9 +39,20 @@ _LAZY = {
 }
 
 __all__ = [
-    "GEOMETRIC", "OPS", "PHOTOMETRIC", "TARGET_KINDS",
-    "Blur", "Flip", "Jitter", "Noise", "Recipe", "Rotation", "Scale",
-    "check_target_kind", "is_geometric", *_LAZY,
+    "GEOMETRIC",
+    "OPS",
+    "PHOTOMETRIC",
+    "TARGET_KINDS",
+    "Blur",
+    "Flip",
+    "Jitter",
+    "Noise",
+    "Recipe",
+    "Rotation",
+    "Scale",
+    "check_target_kind",
+    "is_geometric",
+    *_LAZY,
 ]
 
 

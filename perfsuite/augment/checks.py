@@ -60,6 +60,7 @@ PALETTE = np.array(sorted(_GRID, key=lambda c: (sum(v == 128 for v in c), c)), d
 
 # -- painting and decoding ------------------------------------------------------------------
 
+
 def palette_for(masks: np.ndarray) -> dict[int, np.ndarray]:
     """One colour per label present in ``masks``, shared by the whole batch."""
     labels = np.unique(masks).tolist()
@@ -95,7 +96,7 @@ def uniform(mask: np.ndarray, margin: int) -> np.ndarray:
     out = np.ones((h, w), bool)
     for dy in range(2 * margin + 1):
         for dx in range(2 * margin + 1):
-            out &= padded[dy:dy + h, dx:dx + w] == mask
+            out &= padded[dy : dy + h, dx : dx + w] == mask
     return out
 
 
@@ -110,28 +111,50 @@ def _fmt(labels: Any) -> str:
 
 # -- the properties -------------------------------------------------------------------------
 
+
 def assert_mask_format(
-    masks_in: np.ndarray, masks_out: np.ndarray, images_out: np.ndarray, *,
-    dtype_in: str, dtype_out: str, same_size: bool = True,
+    masks_in: np.ndarray,
+    masks_out: np.ndarray,
+    images_out: np.ndarray,
+    *,
+    dtype_in: str,
+    dtype_out: str,
+    same_size: bool = True,
 ) -> None:
     """Masks come back integer, in the dtype they went in, one per image, at the image's size."""
     if dtype_out != dtype_in:
-        raise PropertyViolation("mask format", f"mask dtype changed from {dtype_in} to {dtype_out}; "
-                                "cast back with .to(masks.dtype) / .astype(mask.dtype) after resampling")
+        raise PropertyViolation(
+            "mask format",
+            f"mask dtype changed from {dtype_in} to {dtype_out}; "
+            "cast back with .to(masks.dtype) / .astype(mask.dtype) after resampling",
+        )
     if masks_out.ndim != 3 or masks_out.shape[:1] != masks_in.shape[:1]:
-        raise PropertyViolation("mask format", f"masks went in as {masks_in.shape} and came out as "
-                                f"{masks_out.shape}; return one [H, W] mask per sample")
+        raise PropertyViolation(
+            "mask format",
+            f"masks went in as {masks_in.shape} and came out as {masks_out.shape}; return one [H, W] mask per sample",
+        )
     if masks_out.shape[1:] != images_out.shape[1:3]:
-        raise PropertyViolation("mask format", f"masks are {masks_out.shape[1:]} but images are "
-                                f"{images_out.shape[1:3]}; resize both with the same geometry")
+        raise PropertyViolation(
+            "mask format",
+            f"masks are {masks_out.shape[1:]} but images are "
+            f"{images_out.shape[1:3]}; resize both with the same geometry",
+        )
     if same_size and masks_out.shape != masks_in.shape:
-        raise PropertyViolation("mask format", f"masks went in as {masks_in.shape} and came out as "
-                                f"{masks_out.shape}; pass same_size=False if resizing is intended")
+        raise PropertyViolation(
+            "mask format",
+            f"masks went in as {masks_in.shape} and came out as "
+            f"{masks_out.shape}; pass same_size=False if resizing is intended",
+        )
 
 
 def assert_valid_labels(
-    masks_in: np.ndarray, masks_out: np.ndarray, *, num_classes: int, ignore_index: int,
-    fill: int | None = None, mixes_samples: bool = False,
+    masks_in: np.ndarray,
+    masks_out: np.ndarray,
+    *,
+    num_classes: int,
+    ignore_index: int,
+    fill: int | None = None,
+    mixes_samples: bool = False,
 ) -> None:
     """Output labels come from the input (this sample's, or the batch's if it mixes samples) or are ignore/fill."""
     fill = ignore_index if fill is None else fill
@@ -169,8 +192,14 @@ def assert_masks_unchanged(masks_in: np.ndarray, masks_out: np.ndarray) -> None:
 
 
 def assert_aligned(
-    images_out: np.ndarray, masks_out: np.ndarray, palette: dict[int, np.ndarray], *,
-    ignore_index: int, fill: int | None = None, photometric: bool = False, margin: int = 1,
+    images_out: np.ndarray,
+    masks_out: np.ndarray,
+    palette: dict[int, np.ndarray],
+    *,
+    ignore_index: int,
+    fill: int | None = None,
+    photometric: bool = False,
+    margin: int = 1,
     masks_in: np.ndarray | None = None,
 ) -> None:
     """Where the output mask says label L (away from boundaries), the image shows L's colour.
@@ -206,8 +235,9 @@ def _blend_of_own_label(colours: np.ndarray, own: np.ndarray, palette: dict, par
     return ok
 
 
-def _strict(i: int, img: np.ndarray, mask: np.ndarray, palette: dict, skip: set, margin: int,
-            partners: list[int]) -> None:
+def _strict(
+    i: int, img: np.ndarray, mask: np.ndarray, palette: dict, skip: set, margin: int, partners: list[int]
+) -> None:
     label, dist = decode(img, palette)
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     decodable = dist <= STRICT_TOL
@@ -279,6 +309,7 @@ def assert_paired(masks_in: np.ndarray, images_out: np.ndarray, palette: dict[in
 
 # -- adapters: any paired callable -> NumPy in one layout -----------------------------------
 
+
 @dataclass(frozen=True)
 class Output:
     images: np.ndarray  # [B, H, W, 3] float 0..255
@@ -313,8 +344,15 @@ class TorchBatched:
     callable, for augmentations with their own generator.
     """
 
-    def __init__(self, fn: Callable, *, device: str = "cpu", image_dtype: str = "float32",
-                 mask_dtype: str = "int64", factory: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        device: str = "cpu",
+        image_dtype: str = "float32",
+        mask_dtype: str = "int64",
+        factory: bool = False,
+    ) -> None:
         self.fn, self.device, self.factory = fn, device, factory
         self.image_dtype, self.mask_dtype = image_dtype, mask_dtype
 
@@ -362,6 +400,7 @@ class NumpyPerSample:
 
 # -- one example, and the Hypothesis search ---------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Declared:
     """What the callable under test is allowed to do."""
@@ -380,14 +419,29 @@ def check_example(paired: Callable[..., Output], masks: np.ndarray, seed: int, d
     """Run every property on one batch of masks (images painted from them)."""
     palette = palette_for(masks)
     out = paired(encode(masks, palette), masks, seed)
-    assert_mask_format(masks, out.masks, out.images, dtype_in=out.dtype_in, dtype_out=out.dtype_out,
-                       same_size=d.same_size)
+    assert_mask_format(
+        masks, out.masks, out.images, dtype_in=out.dtype_in, dtype_out=out.dtype_out, same_size=d.same_size
+    )
     if d.photometric_only:
         assert_masks_unchanged(masks, out.masks)
-    assert_valid_labels(masks, out.masks, num_classes=d.num_classes, ignore_index=d.ignore_index,
-                        fill=d.fill, mixes_samples=d.mixes_samples)
-    assert_aligned(out.images, out.masks, palette, ignore_index=d.ignore_index, fill=d.fill,
-                   photometric=d.photometric, margin=d.margin, masks_in=None if d.mixes_samples else masks)
+    assert_valid_labels(
+        masks,
+        out.masks,
+        num_classes=d.num_classes,
+        ignore_index=d.ignore_index,
+        fill=d.fill,
+        mixes_samples=d.mixes_samples,
+    )
+    assert_aligned(
+        out.images,
+        out.masks,
+        palette,
+        ignore_index=d.ignore_index,
+        fill=d.fill,
+        photometric=d.photometric,
+        margin=d.margin,
+        masks_in=None if d.mixes_samples else masks,
+    )
     if not d.photometric and not d.mixes_samples:
         assert_paired(masks, out.images, palette)
 
@@ -404,10 +458,22 @@ def stream_seed(seed: int, batch: int) -> int:
 
 
 def check_paired_augmentation(
-    fn: Callable, *, num_classes: int, ignore_index: int = 255, fill: int | None = None,
-    layout: str = "torch", device: str = "cpu", image_dtype: str | None = None, factory: bool = False,
-    photometric: bool = True, photometric_only: bool = False, mixes_samples: bool = False,
-    same_size: bool = True, margin: int = 1, settings: Any = None, **strategy_kwargs: Any,
+    fn: Callable,
+    *,
+    num_classes: int,
+    ignore_index: int = 255,
+    fill: int | None = None,
+    layout: str = "torch",
+    device: str = "cpu",
+    image_dtype: str | None = None,
+    factory: bool = False,
+    photometric: bool = True,
+    photometric_only: bool = False,
+    mixes_samples: bool = False,
+    same_size: bool = True,
+    margin: int = 1,
+    settings: Any = None,
+    **strategy_kwargs: Any,
 ) -> None:
     """Search for a batch on which ``fn`` breaks a property; raise :class:`PropertyViolation` if found.
 
@@ -455,4 +521,3 @@ def check_paired_augmentation(
             raise
 
     search()
-

@@ -61,8 +61,9 @@ def _jitter_basis() -> torch.Tensor:
     return torch.stack([luma, torch.eye(3, dtype=torch.float64) - luma, t_inv @ turn @ t]).float()
 
 
-def affine_matrices(height: int, width: int, flip: torch.Tensor, angle: torch.Tensor,
-                    scale: torch.Tensor) -> torch.Tensor:
+def affine_matrices(
+    height: int, width: int, flip: torch.Tensor, angle: torch.Tensor, scale: torch.Tensor
+) -> torch.Tensor:
     """(B, 2, 3) forward maps of output = scale(rotate(flip(input))) about ((W-1)/2, (H-1)/2).
 
     ``flip`` bool, ``angle`` degrees counter-clockwise, ``scale``: (B,) tensors.
@@ -73,8 +74,9 @@ def affine_matrices(height: int, width: int, flip: torch.Tensor, angle: torch.Te
     t = torch.deg2rad(angle)
     c, s = torch.cos(t) * scale, torch.sin(t) * scale
     a, b, d, e = c * fx, s, -s * fx, c
-    return torch.stack([torch.stack([a, b, cx - a * cx - b * cy], -1),
-                        torch.stack([d, e, cy - d * cx - e * cy], -1)], 1)
+    return torch.stack(
+        [torch.stack([a, b, cx - a * cx - b * cy], -1), torch.stack([d, e, cy - d * cx - e * cy], -1)], 1
+    )
 
 
 def _sampling_grid(matrix: torch.Tensor, height: int, width: int) -> torch.Tensor:
@@ -131,8 +133,9 @@ class GpuAugment(nn.Module):
         self._check(images, target)
         r = self.recipe
         channels = images.shape[1]
-        jitter = r.jitter.p > 0 and any((r.jitter.brightness, r.jitter.contrast) +
-                                        ((r.jitter.saturation, r.jitter.hue) if channels == 3 else ()))
+        jitter = r.jitter.p > 0 and any(
+            (r.jitter.brightness, r.jitter.contrast) + ((r.jitter.saturation, r.jitter.hue) if channels == 3 else ())
+        )
         if not (r.geometric_active or jitter or r.blur.p > 0 or r.noise.p > 0):
             self.last_params = {}
             return images, target

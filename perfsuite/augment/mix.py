@@ -91,9 +91,7 @@ class PairedCutMix(nn.Module):
     def extra_repr(self) -> str:
         return f"p={self.p}, cut_size={self.cut_size}"
 
-    def sample(
-        self, batch: int, height: int, width: int, generator: torch.Generator | None = None
-    ) -> CutMixParams:
+    def sample(self, batch: int, height: int, width: int, generator: torch.Generator | None = None) -> CutMixParams:
         """Draw partners and boxes for a batch (on the CPU)."""
         applied = bool(torch.rand((), generator=generator) < self.p)
         partner = torch.randperm(batch, generator=generator)

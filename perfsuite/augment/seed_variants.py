@@ -120,8 +120,9 @@ class ImagesOnlyMixUp(nn.Module):
 class SeedAdvanced(nn.Module):
     """Seed 000's ``GPUAugmentationAdvanced`` whole: :class:`SeedConcat`, then images-only MixUp and CutMix."""
 
-    def __init__(self, num_classes: int = 19, with_color_jitter: bool = False,
-                 mixup_prob: float = 0.3, cutmix_prob: float = 0.3) -> None:
+    def __init__(
+        self, num_classes: int = 19, with_color_jitter: bool = False, mixup_prob: float = 0.3, cutmix_prob: float = 0.3
+    ) -> None:
         super().__init__()
         self.basic_aug = SeedConcat(num_classes, with_color_jitter)
         self.mixup = ImagesOnlyMixUp(mixup_prob)

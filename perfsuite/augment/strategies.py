@@ -61,12 +61,12 @@ def masks(draw, height: int, width: int, labels: list[int], extra: list[int] = (
         y0, x0 = draw(st.integers(0, gh - 1)), draw(st.integers(0, gw - 1))
         y1, x1 = draw(st.integers(y0, gh - 1)), draw(st.integers(x0, gw - 1))
         if draw(st.booleans()):  # ellipse inscribed in the box
-            yy, xx = np.mgrid[y0:y1 + 1, x0:x1 + 1]
+            yy, xx = np.mgrid[y0 : y1 + 1, x0 : x1 + 1]
             cy, cx, ry, rx = (y0 + y1) / 2, (x0 + x1) / 2, (y1 - y0) / 2 + 0.5, (x1 - x0) / 2 + 0.5
             inside = ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1.0
-            coarse[y0:y1 + 1, x0:x1 + 1][inside] = label
+            coarse[y0 : y1 + 1, x0 : x1 + 1][inside] = label
         else:
-            coarse[y0:y1 + 1, x0:x1 + 1] = label
+            coarse[y0 : y1 + 1, x0 : x1 + 1] = label
     return coarse[row][:, col]
 
 

@@ -23,7 +23,16 @@ def all_probes() -> list[Probe]:
     from perfsuite.probes.nvml import NvmlProbe
     from perfsuite.probes.syncs import SyncProbe
 
-    return [DataWaitProbe(), NvmlProbe(), SyncProbe(), CompileProbe(), AmpProbe(), CostProbe(), MemoryProbe(), LabelProbe()]
+    return [
+        DataWaitProbe(),
+        NvmlProbe(),
+        SyncProbe(),
+        CompileProbe(),
+        AmpProbe(),
+        CostProbe(),
+        MemoryProbe(),
+        LabelProbe(),
+    ]
 
 
 __all__ = ["Probe", "RunContext", "WindowTimings", "all_probes"]

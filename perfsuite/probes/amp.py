@@ -26,16 +26,32 @@ are the ones the compiled graph was traced with; compiled caches are untouched.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Metric
 
-MATMUL_CONV_OPS = frozenset((
-    "mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "convolution", "_convolution", "conv2d", "conv1d",
-    "conv3d", "cudnn_convolution", "mkldnn_convolution", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-))
+MATMUL_CONV_OPS = frozenset(
+    (
+        "mm",
+        "addmm",
+        "bmm",
+        "baddbmm",
+        "matmul",
+        "linear",
+        "convolution",
+        "_convolution",
+        "conv2d",
+        "conv1d",
+        "conv3d",
+        "cudnn_convolution",
+        "mkldnn_convolution",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+    )
+)
 
 
 class AmpProbe(Probe):
@@ -66,16 +82,19 @@ class AmpProbe(Probe):
         low = (torch.bfloat16, torch.float16)
 
         class AutocastWatch(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            def __torch_function__(self, func, types, args=(), kwargs=None):
                 if torch.is_autocast_enabled(device_type):
                     probe.autocast_calls += 1
                 return func(*args, **(kwargs or {}))
 
         class DtypeCount(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
-                if (func.overloadpacket.__name__ in MATMUL_CONV_OPS and torch.is_grad_enabled()
-                        and torch._C._current_autograd_node() is None):
+                if (
+                    func.overloadpacket.__name__ in MATMUL_CONV_OPS
+                    and torch.is_grad_enabled()
+                    and torch._C._current_autograd_node() is None
+                ):
                     first = out[0] if isinstance(out, (tuple, list)) else out
                     if isinstance(first, torch.Tensor) and first.is_floating_point():
                         name = str(first.dtype).replace("torch.", "")
@@ -100,7 +119,7 @@ class AmpProbe(Probe):
                 probe.scale_calls += 1
             return original(scaler, outputs)
 
-        cls.scale = scale  # type: ignore[method-assign]
+        cls.scale = scale  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:
@@ -116,20 +135,34 @@ class AmpProbe(Probe):
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         if self._observed == 0:
             why = "observe_steps=0: no step was observed, so output dtypes were not seen"
-            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction"),
-                    Metric.unavailable("grad_scaler_bf16", why, "calls/step")]
+            return [
+                Metric.unavailable("amp_engaged", why),
+                Metric.unavailable("amp_lowp_frac", why, "fraction"),
+                Metric.unavailable("grad_scaler_bf16", why, "calls/step"),
+            ]
         if self.total == 0:
             why = "the observed forward passes ran no matmul or convolution"
-            return [Metric.unavailable("amp_engaged", why), Metric.unavailable("amp_lowp_frac", why, "fraction"),
-                    Metric.unavailable("grad_scaler_bf16", why, "calls/step")]
+            return [
+                Metric.unavailable("amp_engaged", why),
+                Metric.unavailable("amp_lowp_frac", why, "fraction"),
+                Metric.unavailable("grad_scaler_bf16", why, "calls/step"),
+            ]
         autocast_on = self.autocast_calls > 0
-        detail = {"outputs": self.total, "dtypes": dict(self.dtypes), "autocast_enabled": autocast_on,
-                  "observed_steps": self._observed}
+        detail = {
+            "outputs": self.total,
+            "dtypes": dict(self.dtypes),
+            "autocast_enabled": autocast_on,
+            "observed_steps": self._observed,
+        }
         bf16_only = self.dtypes.get("bfloat16", 0) > 0 and not self.dtypes.get("float16", 0)
         misuse = self.scale_calls / self._observed if bf16_only else 0.0
         return [
             Metric("amp_engaged", autocast_on and self.lowp > 0, detail=detail),
             Metric("amp_lowp_frac", self.lowp / self.total, "fraction", detail=detail),
-            Metric("grad_scaler_bf16", misuse, "calls/step", detail={"scale_calls": self.scale_calls,
-                                                                     "observed_steps": self._observed}),
+            Metric(
+                "grad_scaler_bf16",
+                misuse,
+                "calls/step",
+                detail={"scale_calls": self.scale_calls, "observed_steps": self._observed},
+            ),
         ]

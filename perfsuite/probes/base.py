@@ -16,28 +16,35 @@ signals are counted exactly on steps that do the same work as the window's.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ContextManager
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from perfsuite.job import BoundJob
     from perfsuite.knobs import Knobs
-    from perfsuite.pipeline import Pipeline
     from perfsuite.results import Metric
     from perfsuite.workloads.registry import Scale, Workload
 
 
 @dataclass
 class RunContext:
-    """What a probe may know about the run it watches (set before warm-up)."""
+    """What a probe may know about the run it watches (set before warm-up).
+
+    For a user's job, ``workload`` is a :class:`perfsuite.job.JobInfo` (name,
+    target_kind, num_classes, ignore_index), ``knobs`` holds only the device,
+    and ``pipeline`` is the bound job (``.model``, ``.optimizer``, ``.job``).
+    """
 
     workload: Workload
     scale: Scale
     knobs: Knobs
     device: str
-    pipeline: Pipeline
+    pipeline: Any  # what runs: a reference workload's Pipeline, or the user's job (perfsuite.job.BoundJob)
     batch_size: int
     observe_steps: int
+    job: BoundJob | None = None  # the job being run (every run is one; perfsuite.job)
 
 
 @dataclass
@@ -83,7 +90,7 @@ class Probe:
     def stop(self) -> None:
         """Measured window ends, or the run failed. Read end-of-window counters here."""
 
-    def observe(self) -> ContextManager[Any]:
+    def observe(self) -> AbstractContextManager[Any]:
         """A context around each observed step, after the window: the only place to instrument."""
         return contextlib.nullcontext()
 

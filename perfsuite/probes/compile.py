@@ -101,24 +101,47 @@ class CompileProbe(Probe):
         self.stop()
         res = self._result or {}
         if not res.get("frames"):
-            why = ("compile=None: nothing compiled" if self._mode is None
-                   else f"compile={self._mode!r} but torch.compile compiled no frame in this run")
+            why = (
+                "compile=None: nothing compiled"
+                if self._mode is None
+                else f"compile={self._mode!r} but torch.compile compiled no frame in this run"
+            )
             return [Metric.unavailable(name, why) for name in NAMES]
         frames = res["frames"]
         breaks: Counter[str] = res["breaks"]
         recompiled = [r for r in frames if r.recompile_reason]
         return [
-            Metric("graph_breaks", sum(breaks.values()), "breaks", detail={
-                "graphs": res["graphs"], "frames": len(frames),
-                "reasons": [{**_reason(text), "count": n} for text, n in breaks.most_common()],
-            }),
-            Metric("recompiles", len(recompiled), "recompiles", detail={
-                "in_window": sum(1 for r in res["in_window"] if r.recompile_reason),
-                "reasons": [{"frame": r.co_name, "compile_id": r.compile_id, "reason": r.recompile_reason.strip()}
-                            for r in recompiled],
-            }),
-            Metric("compile_s", res["compile_s"], "s", detail={
-                "frames": [{"frame": r.co_name, "compile_id": r.compile_id,
-                            "seconds": r.entire_frame_compile_time_s} for r in frames],
-            }),
+            Metric(
+                "graph_breaks",
+                sum(breaks.values()),
+                "breaks",
+                detail={
+                    "graphs": res["graphs"],
+                    "frames": len(frames),
+                    "reasons": [{**_reason(text), "count": n} for text, n in breaks.most_common()],
+                },
+            ),
+            Metric(
+                "recompiles",
+                len(recompiled),
+                "recompiles",
+                detail={
+                    "in_window": sum(1 for r in res["in_window"] if r.recompile_reason),
+                    "reasons": [
+                        {"frame": r.co_name, "compile_id": r.compile_id, "reason": r.recompile_reason.strip()}
+                        for r in recompiled
+                    ],
+                },
+            ),
+            Metric(
+                "compile_s",
+                res["compile_s"],
+                "s",
+                detail={
+                    "frames": [
+                        {"frame": r.co_name, "compile_id": r.compile_id, "seconds": r.entire_frame_compile_time_s}
+                        for r in frames
+                    ],
+                },
+            ),
         ]

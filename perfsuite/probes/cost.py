@@ -28,7 +28,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Metric
@@ -50,8 +51,9 @@ def describe_format(x: Any, model: Any) -> str:
     params = list(model.parameters()) if model is not None else []
     dtypes = sorted({str(p.dtype).replace("torch.", "") for p in params}) or ["none"]
     layouts = sorted({memory_format(p) for p in params if p.dim() == 4}) or ["contiguous"]
-    return (f"input {str(x.dtype).replace('torch.', '')} {memory_format(x)}; "
-            f"params {'/'.join(dtypes)} {'/'.join(layouts)}")
+    return (
+        f"input {str(x.dtype).replace('torch.', '')} {memory_format(x)}; params {'/'.join(dtypes)} {'/'.join(layouts)}"
+    )
 
 
 class CostProbe(Probe):
@@ -103,7 +105,7 @@ class CostProbe(Probe):
             return None
 
         class CopyCount(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 if func is torch.Tensor.to and args:
                     moved(args[0], destination(args, kwargs))
@@ -114,7 +116,7 @@ class CostProbe(Probe):
                 return func(*args, **kwargs)
 
         class OpCount(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 probe.ops[func.overloadpacket.__name__] += 1
                 return func(*args, **(kwargs or {}))
 
@@ -128,11 +130,12 @@ class CostProbe(Probe):
         model = getattr(self._ctx.pipeline, "model", None)
         hook = None
         if model is not None and hasattr(model, "register_forward_pre_hook"):
+
             def record(module: Any, args: Any) -> None:
                 import torch
 
                 first = next((a for a in args if isinstance(a, torch.Tensor)), None)
-                if first is not None and not self.formats[self._observed:]:
+                if first is not None and not self.formats[self._observed :]:
                     self.formats.append(describe_format(first, module))
 
             hook = model.register_forward_pre_hook(record)
@@ -151,20 +154,30 @@ class CostProbe(Probe):
         k = self._observed
         if k == 0:
             why = "observe_steps=0: no step was observed, so its work was not counted"
-            return [Metric.unavailable(n, why) for n in ("ops_per_step", "h2d_bytes_per_step", "flops_per_step",
-                                                         "input_format")]
+            return [
+                Metric.unavailable(n, why)
+                for n in ("ops_per_step", "h2d_bytes_per_step", "flops_per_step", "input_format")
+            ]
         by_op = {name: n / k for name, n in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0]))}
         by_dtype = {name: n / k for name, n in sorted(self.h2d.items())}
         out = [
             Metric("ops_per_step", sum(self.ops.values()) / k, "ops/step", detail={"by": by_op, "observed_steps": k}),
-            Metric("h2d_bytes_per_step", sum(self.h2d.values()) / k, "bytes/step",
-                   detail={"by": by_dtype, "observed_steps": k}),
+            Metric(
+                "h2d_bytes_per_step",
+                sum(self.h2d.values()) / k,
+                "bytes/step",
+                detail={"by": by_dtype, "observed_steps": k},
+            ),
             Metric("flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k}),
         ]
         formats = sorted(set(self.formats))
         if formats:
             out.append(Metric("input_format", " | ".join(formats), detail={"observed_steps": k}))
         else:
-            out.append(Metric.unavailable("input_format", "the model's forward was not seen in the observed steps "
-                                          "(no pipeline.model with forward hooks)"))
+            out.append(
+                Metric.unavailable(
+                    "input_format",
+                    "the model's forward was not seen in the observed steps (no pipeline.model with forward hooks)",
+                )
+            )
         return out

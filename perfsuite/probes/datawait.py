@@ -33,10 +33,24 @@ class DataWaitProbe(Probe):
         frac = min(1.0, max(0.0, wait_s / timings.wall_s))
         epoch = Metric.unavailable("epoch_fetch_ms", "no epoch started inside the measured window", "ms")
         if timings.epoch_fetch_ms:
-            epoch = Metric("epoch_fetch_ms", statistics.median(timings.epoch_fetch_ms), "ms",
-                           detail={"epochs_started": len(timings.epoch_fetch_ms)})
-        return [epoch, Metric("data_wait_frac", frac, "fraction", detail={
-            "wait_s": wait_s, "wall_s": timings.wall_s,
-            "fetch_ms_median": statistics.median(fetch_ms), "fetch_ms_max": fetch_ms[-1],
-            "epochs_started": timings.epochs_started,
-        })]
+            epoch = Metric(
+                "epoch_fetch_ms",
+                statistics.median(timings.epoch_fetch_ms),
+                "ms",
+                detail={"epochs_started": len(timings.epoch_fetch_ms)},
+            )
+        return [
+            epoch,
+            Metric(
+                "data_wait_frac",
+                frac,
+                "fraction",
+                detail={
+                    "wait_s": wait_s,
+                    "wall_s": timings.wall_s,
+                    "fetch_ms_median": statistics.median(fetch_ms),
+                    "fetch_ms_max": fetch_ms[-1],
+                    "epochs_started": timings.epochs_started,
+                },
+            ),
+        ]

@@ -24,14 +24,25 @@ looks at the batch as the loader gave it and at the target the loss gets:
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
 example and the property message. The checks run unobserved (every probe's
-modes disabled), so the probe's own reads and ops are not counted as the step's. Keypoint and image-only targets have no labels: unavailable.
+modes disabled), so the probe's own reads and ops are not counted as the step's.
+Keypoint and image-only targets have no labels: unavailable.
+
+For a user's job (perfsuite.Job) the probe sees what the step passes to the
+loss through the one documented hook, ``Job(criterion=...)``: a forward
+pre-hook on that loss module, in observed steps only, checks its target
+against ``num_classes``/``ignore_index`` (out of set), and, for masks with a
+declared ``gpu_transform``, that transform's properties on those masks.
+Without a criterion or num_classes, ``label_violations`` is unavailable with
+that reason; a step that never calls the criterion is reported unchecked,
+never "0 violations".
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
 from perfsuite.results import Metric
@@ -60,10 +71,74 @@ class LabelProbe(Probe):
         assert self._ctx is not None, "setup() first"
         return self._ctx.workload.target_kind
 
+    def _user_job(self) -> Any:
+        """The user's job when this run is one (not a reference workload's pipeline), else None."""
+        job = self._ctx.job if self._ctx is not None else None
+        return job if job is not None and not job.reference else None
+
+    def _unavailable_for_job(self) -> str | None:
+        job = self._user_job()
+        if job is None:
+            return None
+        j = job.job
+        if j.criterion is None:
+            return (
+                f"job {j.name!r} declares no criterion, so perfsuite cannot see the targets that reach its loss; "
+                "pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that criterion "
+                "in your step"
+            )
+        if j.num_classes is None:
+            return (
+                f"job {j.name!r} declares no num_classes, so its targets have no class set to be checked "
+                "against; pass Job(num_classes=N, ignore_index=...)"
+            )
+        return None
+
+    @contextlib.contextmanager
+    def _observe_job(self, job: Any) -> Iterator[None]:
+        """A user's job: check the target its step passes to the declared criterion (a forward pre-hook)."""
+        step = self._observed
+        seen = []
+
+        def hook(module: Any, args: Any, kwargs: Any) -> None:
+            import torch
+
+            target = args[1] if len(args) > 1 else kwargs.get("target")
+            seen.append(True)
+            with unobserved(), torch.no_grad():
+                try:
+                    if not isinstance(target, torch.Tensor):
+                        raise TypeError(
+                            f"the criterion's second argument is a {type(target).__name__}, not a target tensor"
+                        )
+                    self._check(None, target, step)
+                except Exception as exc:  # noqa: BLE001 - a probe reports, it never breaks the run
+                    self.unchecked.append(f"targets not checked at step {step}: {type(exc).__name__}: {exc}")
+
+        handle = job.job.criterion.register_forward_pre_hook(hook, with_kwargs=True)
+        try:
+            yield
+        finally:
+            handle.remove()
+            if not seen:
+                self.unchecked.append(
+                    f"step {step} never called the declared criterion "
+                    f"{type(job.job.criterion).__name__}: its targets were not checked"
+                )
+            self._observed += 1
+
     @contextlib.contextmanager
     def observe(self) -> Iterator[None]:
         if self._ctx is None or self._kind() not in ("mask", "label"):
             yield
+            return
+        job = self._user_job()
+        if job is not None:
+            if self._unavailable_for_job() is not None:
+                yield
+            else:
+                with self._observe_job(job):
+                    yield
             return
         pipeline = self._ctx.pipeline
         original = pipeline.to_device
@@ -117,6 +192,15 @@ class LabelProbe(Probe):
             self._note(f"step {step}: {n_bad} target value(s) {values} outside {allowed}")
         if self._kind() != "mask":
             return
+        if batch is None:  # a user's job: the target reaching its loss, no raw batch to compare with
+            job = self._user_job()
+            if job is not None and job.job.gpu_transform is not None:
+                fill = ignore if ignore is not None else 255
+                masks = target.long().clamp(0, 255).to("cpu", torch.uint8).numpy()
+                self._check_property(
+                    job.job.gpu_transform, masks, step, num_classes=num_classes, ignore=fill, fill=fill
+                )
+            return
         self._check_masks(batch[1], target, step)
 
     def _check_masks(self, raw: Any, target: Any, step: int) -> None:
@@ -139,14 +223,22 @@ class LabelProbe(Probe):
             if n:
                 self.counts["invented"] += n
                 labels = sorted(torch.unique(target[i][invented]).tolist())[:5]
-                self._note(f"step {step}, sample {i}: {n} pixel(s) labelled {labels}, which its input "
-                           f"{'batch' if mixes else 'mask'} did not hold")
+                self._note(
+                    f"step {step}, sample {i}: {n} pixel(s) labelled {labels}, which its input "
+                    f"{'batch' if mixes else 'mask'} did not hold"
+                )
         masks = raw.to("cpu", torch.uint8).numpy()
         if mixes:
             self._check_pairing(pipeline.batch_mix, masks, step)
         if pipeline.gpu_augment is not None:
-            self._check_property(pipeline.gpu_augment, masks, step, num_classes=int(wl.num_classes or 0),
-                                 ignore=wl.ignore_index if wl.ignore_index is not None else fill, fill=fill)
+            self._check_property(
+                pipeline.gpu_augment,
+                masks,
+                step,
+                num_classes=int(wl.num_classes or 0),
+                ignore=wl.ignore_index if wl.ignore_index is not None else fill,
+                fill=fill,
+            )
 
     def _check_pairing(self, mix: Any, masks: Any, step: int) -> None:
         """Run the batch mix on images painted from the masks; count pixels whose colour is not their label."""
@@ -171,16 +263,20 @@ class LabelProbe(Probe):
             n = int(wrong.sum())
             if n and unpaired == 0:
                 y, x = (int(v[0]) for v in np.nonzero(wrong))
-                shows = (f"label {shown[i][y, x]}" if dist[i][y, x] <= STRICT_TOL
-                         else f"a blend of colours ({dist[i][y, x]:.0f} from label {shown[i][y, x]}'s)")
-                self._note(f"step {step}, sample {i}: after the batch mix the mask says label "
-                           f"{out.masks[i][y, x]} where the image shows {shows} ({n} pixel(s), first at y={y}, "
-                           f"x={x}): images moved without their masks")
+                shows = (
+                    f"label {shown[i][y, x]}"
+                    if dist[i][y, x] <= STRICT_TOL
+                    else f"a blend of colours ({dist[i][y, x]:.0f} from label {shown[i][y, x]}'s)"
+                )
+                self._note(
+                    f"step {step}, sample {i}: after the batch mix the mask says label "
+                    f"{out.masks[i][y, x]} where the image shows {shows} ({n} pixel(s), first at y={y}, "
+                    f"x={x}): images moved without their masks"
+                )
             unpaired += n
         self.counts["unpaired"] += unpaired
 
-    def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int,
-                        fill: int) -> None:
+    def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int, fill: int) -> None:
         from perfsuite.augment.checks import Declared, PropertyViolation, TorchBatched, check_example
         from perfsuite.errors import AugmentationError
 
@@ -197,14 +293,32 @@ class LabelProbe(Probe):
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         kind = self._kind() if self._ctx is not None else "none"
         if kind not in ("mask", "label"):
-            return [Metric.unavailable("label_violations", f"target kind {kind!r} has no class labels to check",
-                                       "violations")]
+            return [
+                Metric.unavailable(
+                    "label_violations", f"target kind {kind!r} has no class labels to check", "violations"
+                )
+            ]
+        why = self._unavailable_for_job()
+        if why is not None:
+            return [Metric.unavailable("label_violations", why, "violations")]
         if self._observed == 0:
-            return [Metric.unavailable("label_violations", "observe_steps=0: no step was observed, so targets "
-                                       "were not checked", "violations")]
+            return [
+                Metric.unavailable(
+                    "label_violations",
+                    "observe_steps=0: no step was observed, so targets were not checked",
+                    "violations",
+                )
+            ]
         detail: dict[str, Any] = {**self.counts, "observed_steps": self._observed, "examples": list(self.examples)}
         if self.skipped:
             detail["skipped"] = list(self.skipped)
+        job = self._user_job()
+        if job is not None:
+            detail["checked"] = (
+                f"targets passed to {type(job.job.criterion).__name__} against classes "
+                f"0..{job.job.num_classes - 1}"
+                + (f" and ignore_index {job.job.ignore_index}" if job.job.ignore_index is not None else "")
+            )
         if self.unchecked:
             detail["unchecked"] = list(self.unchecked)
             if len(self.unchecked) >= self._observed and not any(self.counts.values()):

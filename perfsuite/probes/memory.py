@@ -16,7 +16,6 @@ the window because reading smaps costs tens of milliseconds per process.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
@@ -138,7 +137,8 @@ class MemoryProbe(Probe):
             return
         self._sample(walk=True)
         pss = [_pss_kb(p) for p in process_tree(os.getpid())]
-        self._pss_mb = sum(pss) * 1024 / MB if pss and None not in pss else None
+        known = [kb for kb in pss if kb is not None]
+        self._pss_mb = sum(known) * 1024 / MB if pss and len(known) == len(pss) else None
         if self._on_cuda():
             import torch
 
@@ -148,22 +148,43 @@ class MemoryProbe(Probe):
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         out: list[Metric] = []
         if not self._on_cuda():
-            out.append(Metric.unavailable("peak_mem_mb", f"device={self._device}: no device memory to measure "
-                                          "(torch.cuda.max_memory_allocated needs CUDA)", "MB"))
+            out.append(
+                Metric.unavailable(
+                    "peak_mem_mb",
+                    f"device={self._device}: no device memory to measure (torch.cuda.max_memory_allocated needs CUDA)",
+                    "MB",
+                )
+            )
         elif "peak_mb" not in self._cuda:
             out.append(Metric.unavailable("peak_mem_mb", "the measured window never started", "MB"))
         else:
-            out.append(Metric("peak_mem_mb", self._cuda["peak_mb"], "MB", detail={
-                "window_peak_reserved_mb": self._cuda["peak_reserved_mb"],
-                "run_peak_mb": max(self._cuda.get("run_peak_mb", 0.0), self._cuda["peak_mb"]),
-            }))
+            out.append(
+                Metric(
+                    "peak_mem_mb",
+                    self._cuda["peak_mb"],
+                    "MB",
+                    detail={
+                        "window_peak_reserved_mb": self._cuda["peak_reserved_mb"],
+                        "run_peak_mb": max(self._cuda.get("run_peak_mb", 0.0), self._cuda["peak_mb"]),
+                    },
+                )
+            )
         if self._peak is None:
             out.append(Metric.unavailable("peak_rss_mb", "no /proc/<pid>/statm to read RSS from (not Linux?)", "MB"))
         else:
             total, main, children, n = self._peak
-            out.append(Metric("peak_rss_mb", total, "MB", detail={
-                "measure": "summed RSS of the process tree (upper bound: shared pages counted per process)",
-                "main_mb": main, "workers_mb": children, "worker_processes": n,
-                "pss_at_end_mb": self._pss_mb,
-            }))
+            out.append(
+                Metric(
+                    "peak_rss_mb",
+                    total,
+                    "MB",
+                    detail={
+                        "measure": "summed RSS of the process tree (upper bound: shared pages counted per process)",
+                        "main_mb": main,
+                        "workers_mb": children,
+                        "worker_processes": n,
+                        "pss_at_end_mb": self._pss_mb,
+                    },
+                )
+            )
         return out

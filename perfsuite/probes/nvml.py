@@ -18,10 +18,12 @@ whose field never read is unavailable with the NVML error as its reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.ticker import Ticker
@@ -31,9 +33,15 @@ FIELDS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c", "throttle")
 TIMELINE_KEYS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c")
 # nvmlClocksEventReason* bits (NVML API reference), named as nvidia-smi -q does.
 THROTTLE_BITS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
 }
 
 
@@ -146,8 +154,7 @@ class NvmlSampler:
     idempotent and joins the thread, so it is safe in a ``finally``.
     """
 
-    def __init__(self, backend: Backend, interval_s: float = 0.1,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, backend: Backend, interval_s: float = 0.1, clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.interval_s = interval_s
         self.clock = clock
@@ -202,8 +209,9 @@ class NvmlProbe(Probe):
 
     name = "nvml"
 
-    def __init__(self, backend_factory: Callable[[tuple[str, str | int]], Backend] | None = None,
-                 interval_s: float = 0.1) -> None:
+    def __init__(
+        self, backend_factory: Callable[[tuple[str, str | int]], Backend] | None = None, interval_s: float = 0.1
+    ) -> None:
         self.backend_factory = backend_factory or NvmlBackend
         self.interval_s = interval_s
         self.sampler: NvmlSampler | None = None
@@ -239,10 +247,8 @@ class NvmlProbe(Probe):
             self.sampler.stop()
         if self.backend is not None:
             backend, self.backend = self.backend, None
-            try:
+            with contextlib.suppress(Exception):  # shutting down telemetry must not fail the run
                 backend.close()
-            except Exception:  # noqa: BLE001 - shutting down telemetry must not fail the run
-                pass
 
     def timeline(self) -> dict[str, list[float]]:
         """Aligned series for Result.timeline; ticks where a kept field failed are dropped."""
@@ -270,22 +276,44 @@ class NvmlProbe(Probe):
         power = _present(tl.values["power_w"])
         if power:
             limit = self.limit_w
-            out.append(Metric("gpu_power_w", sum(power) / len(power), "W", detail={
-                "mean": sum(power) / len(power), "max": max(power), "limit_w": limit,
-                "frac_of_limit": (sum(power) / len(power) / limit) if limit else None}))
+            out.append(
+                Metric(
+                    "gpu_power_w",
+                    sum(power) / len(power),
+                    "W",
+                    detail={
+                        "mean": sum(power) / len(power),
+                        "max": max(power),
+                        "limit_w": limit,
+                        "frac_of_limit": (sum(power) / len(power) / limit) if limit else None,
+                    },
+                )
+            )
         else:
             out.append(missing("gpu_power_w", "power_w", "W"))
         mem = _present(tl.values["mem_mb"])
-        out.append(Metric("gpu_mem_mb", max(mem), "MB", detail={"mean": sum(mem) / len(mem), "max": max(mem)})
-                   if mem else missing("gpu_mem_mb", "mem_mb", "MB"))
+        out.append(
+            Metric("gpu_mem_mb", max(mem), "MB", detail={"mean": sum(mem) / len(mem), "max": max(mem)})
+            if mem
+            else missing("gpu_mem_mb", "mem_mb", "MB")
+        )
         clock = _present(tl.values["sm_clock_mhz"])
         if clock:
             temps = _present(tl.values["temp_c"])
-            out.append(Metric("sm_clock_mhz", sum(clock) / len(clock), "MHz", detail={
-                "min": min(clock), "max": max(clock),
-                "temp_c": {"mean": sum(temps) / len(temps), "max": max(temps)} if temps else None,
-                "throttle_reasons": _throttle_summary(_present(tl.values["throttle"])),
-                "target": list(self.target) if self.target else None}))
+            out.append(
+                Metric(
+                    "sm_clock_mhz",
+                    sum(clock) / len(clock),
+                    "MHz",
+                    detail={
+                        "min": min(clock),
+                        "max": max(clock),
+                        "temp_c": {"mean": sum(temps) / len(temps), "max": max(temps)} if temps else None,
+                        "throttle_reasons": _throttle_summary(_present(tl.values["throttle"])),
+                        "target": list(self.target) if self.target else None,
+                    },
+                )
+            )
         else:
             out.append(missing("sm_clock_mhz", "sm_clock_mhz", "MHz"))
         return out
@@ -294,22 +322,36 @@ class NvmlProbe(Probe):
         assert self.sampler is not None
         buffered = self.sampler.window_util()
         if buffered:
-            return Metric("gpu_util", sum(buffered) / len(buffered), "fraction", detail={
-                "source": "nvmlDeviceGetSamples (driver-buffered)", "samples": len(buffered)})
+            return Metric(
+                "gpu_util",
+                sum(buffered) / len(buffered),
+                "fraction",
+                detail={"source": "nvmlDeviceGetSamples (driver-buffered)", "samples": len(buffered)},
+            )
         polled = _present(self.sampler.timeline.values["gpu_util"])
         if not polled:
             return missing("gpu_util", "gpu_util", "fraction")
-        return Metric("gpu_util", sum(polled) / len(polled), "fraction", detail={
-            "source": "polled nvmlDeviceGetUtilizationRates", "samples": len(polled),
-            "buffered_unavailable": self.sampler.buffered_error})
+        return Metric(
+            "gpu_util",
+            sum(polled) / len(polled),
+            "fraction",
+            detail={
+                "source": "polled nvmlDeviceGetUtilizationRates",
+                "samples": len(polled),
+                "buffered_unavailable": self.sampler.buffered_error,
+            },
+        )
 
 
 def _throttle_summary(masks: list[int | float]) -> dict[str, float]:
     """Reason -> fraction of samples in which it was active."""
     if not masks:
         return {}
-    return {name: sum(1 for m in masks if int(m) & bit) / len(masks)
-            for bit, name in THROTTLE_BITS.items() if any(int(m) & bit for m in masks)}
+    return {
+        name: sum(1 for m in masks if int(m) & bit) / len(masks)
+        for bit, name in THROTTLE_BITS.items()
+        if any(int(m) & bit for m in masks)
+    }
 
 
 def _target_for(device: str) -> tuple[str, str | int]:

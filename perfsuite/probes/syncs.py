@@ -26,8 +26,9 @@ Two sources, merged per call site:
   counted there, as it should be; the CPU count cannot see it.
 
 A call site is the first frame outside torch and outside perfsuite's harness
-(runner.py, probes/): the workload's step code, e.g. perfsuite/pipeline.py for
-the reference workloads' ``loss.item()``.
+(runner.py, job.py, probes/): the step's own code, e.g. the user's train.py
+line that reads ``loss.item()``, or perfsuite/pipeline.py for the reference
+workloads' ``loss.item()``.
 
 While observing, a no-op TorchDispatchMode is also pushed: torch.compile does
 not compile (nor look up compiled code) under a dispatch mode, so a compiled
@@ -44,22 +45,47 @@ import os
 import sys
 import warnings
 from collections import Counter
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Metric
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
 # __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
-_ALWAYS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__repr__",
-           "__format__", "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
+_ALWAYS = (
+    "item",
+    "tolist",
+    "cpu",
+    "numpy",
+    "__bool__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__repr__",
+    "__format__",
+    "nonzero",
+    "unique",
+    "unique_consecutive",
+    "masked_select",
+    "argwhere",
+    "bincount",
+)
 _TORCH_FUNCS = ("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
 # torch files that only route a call to its implementation: a call passing only through
 # these was issued by the caller itself.
-_PLUMBING = frozenset(os.path.join(*p.split("/")) for p in (
-    "overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py"))
-CUDA_SYNC_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-                   "cudaMemcpy2D", "cudaMemcpyFromSymbol")
+_PLUMBING = frozenset(
+    os.path.join(*p.split("/"))
+    for p in ("overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py")
+)
+CUDA_SYNC_CALLS = (
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpy2D",
+    "cudaMemcpyFromSymbol",
+)
 OBSERVED_MARK = "perfsuite.observed_step"
 
 
@@ -96,8 +122,10 @@ def _sync_ops() -> dict[Callable[..., Any], tuple[str, Callable[..., bool]]]:
     ops[torch.Tensor.__setitem__] = ("Tensor.__setitem__[bool mask]", lambda a, k: _has_bool_index(a[1]))
     ops[torch.where] = ("torch.where(cond)", lambda a, k: len(a) + len(k) == 1)
     for owner, label in ((torch, "torch"), (torch.Tensor, "Tensor")):
-        ops[owner.repeat_interleave] = (f"{label}.repeat_interleave", lambda a, k: (
-            len(a) > 1 and isinstance(a[1], torch.Tensor) and k.get("output_size") is None))
+        ops[owner.repeat_interleave] = (
+            f"{label}.repeat_interleave",
+            lambda a, k: len(a) > 1 and isinstance(a[1], torch.Tensor) and k.get("output_size") is None,
+        )
     ops[torch.Tensor.to] = ("Tensor.to(cpu)", _to_host)
     return ops
 
@@ -111,9 +139,13 @@ class _Sites:
         import perfsuite.probes as probes_pkg
 
         self.torch_dir = os.path.dirname(torch.__file__) + os.sep
-        self.harness = (os.path.dirname(probes_pkg.__file__) + os.sep,
-                        os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "runner.py"),
-                        os.path.dirname(warnings.__file__) + os.sep + "warnings.py", contextlib.__file__)
+        self.harness = (
+            os.path.dirname(probes_pkg.__file__) + os.sep,
+            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "runner.py"),
+            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "job.py"),
+            os.path.dirname(warnings.__file__) + os.sep + "warnings.py",
+            contextlib.__file__,
+        )
 
     def find(self, frame: Any) -> tuple[str, bool]:
         """(site "path:line", issued directly by that site rather than by torch internals)."""
@@ -121,7 +153,7 @@ class _Sites:
         while frame is not None:
             path = frame.f_code.co_filename
             if path.startswith(self.torch_dir):
-                if path[len(self.torch_dir):] not in _PLUMBING:
+                if path[len(self.torch_dir) :] not in _PLUMBING:
                     direct = False
             elif not path.startswith(self.harness):
                 return f"{_short(path)}:{frame.f_lineno}", direct
@@ -134,14 +166,18 @@ def _short(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _op_counter(ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]], sites: _Sites,
-                cuda: bool, counts: Counter[tuple[str, str]]) -> Any:
+def _op_counter(
+    ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]],
+    sites: _Sites,
+    cuda: bool,
+    counts: Counter[tuple[str, str]],
+) -> Any:
     """A TorchFunctionMode that adds (op, site) to ``counts`` for each sync-forcing call."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     class SyncOpCounter(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             entry = ops.get(func)
             if entry is not None and args and isinstance(args[0], torch.Tensor) and entry[1](args, kwargs):
@@ -159,7 +195,7 @@ def _eager_shield() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class EagerShield(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             return func(*args, **(kwargs or {}))
 
     return EagerShield()
@@ -196,7 +232,7 @@ class _CudaTrace:
         previous = torch.cuda.get_sync_debug_mode()
         original = warnings.showwarning
 
-        def record(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        def record(message, category, filename, lineno, file=None, line=None):
             if "synchroniz" in str(message):
                 self.warned[("sync (debug mode)", self.sites.find(sys._getframe(1))[0])] += 1
             else:
@@ -271,8 +307,11 @@ class SyncProbe(Probe):
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         k = self._observed
         if k == 0:
-            return [Metric.unavailable("syncs_per_step", "observe_steps=0: no step was observed, so syncs "
-                                       "were not counted", "syncs/step")]
+            return [
+                Metric.unavailable(
+                    "syncs_per_step", "observe_steps=0: no step was observed, so syncs were not counted", "syncs/step"
+                )
+            ]
         per_site: Counter[tuple[str, str]] = Counter(self._counts)
         detail: dict[str, Any] = {"observed_steps": k}
         if self._trace is not None:

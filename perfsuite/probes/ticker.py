@@ -8,7 +8,7 @@ thread, so it is safe in a ``finally`` after a run that raised.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class Ticker:

@@ -23,9 +23,10 @@ def textured_background(rng: np.random.Generator, height: int, width: int) -> np
         for _ in range(3):
             fx, fy = rng.uniform(0.5, 6, size=2)
             image[..., channel] += np.sin(xx / width * fx * np.pi + rng.uniform(0, 6)) * np.cos(
-                yy / height * fy * np.pi + rng.uniform(0, 6))
-    image = 128 + 40 * image + rng.normal(0, 8, size=image.shape)
-    return np.clip(image, 0, 255)
+                yy / height * fy * np.pi + rng.uniform(0, 6)
+            )
+    noisy: np.ndarray = 128 + 40 * image + rng.normal(0, 8, size=image.shape)
+    return np.clip(noisy, 0, 255)
 
 
 def piece_mask(size: int) -> np.ndarray:
@@ -44,8 +45,13 @@ class CaptchaSlider(Workload):
     target_kind = "keypoints"
     scales = {
         "smoke": Scale("smoke", (80, 160), num_samples=64, batch_size=16, model={"widths": (8, 16, 32, 48)}),
-        "full": Scale("full", (160, 320), num_samples=2048, batch_size=256,  # 3.6M parameters
-                      model={"widths": (48, 96, 192, 256, 352)}),
+        "full": Scale(
+            "full",
+            (160, 320),
+            num_samples=2048,
+            batch_size=256,  # 3.6M parameters
+            model={"widths": (48, 96, 192, 256, 352)},
+        ),
     }
 
     def generate(self, index: int, rng: np.random.Generator, scale: Scale) -> Sample:
@@ -55,11 +61,11 @@ class CaptchaSlider(Workload):
         shape = piece_mask(size)
         gx = int(rng.uniform(0.4 * w, w - size - 2))
         gy = int(rng.uniform(2, h - size - 2))
-        piece = image[gy:gy + size, gx:gx + size].copy()
-        region = image[gy:gy + size, gx:gx + size]
+        piece = image[gy : gy + size, gx : gx + size].copy()
+        region = image[gy : gy + size, gx : gx + size]
         region[shape] = region[shape] * 0.45  # the dark gap
         sx = int(rng.uniform(2, 0.12 * w))
-        target_region = image[gy:gy + size, sx:sx + size]
+        target_region = image[gy : gy + size, sx : sx + size]
         target_region[shape] = np.clip(piece[shape] * 1.1 + 12, 0, 255)  # the brighter slider
         centre = size / 2
         keypoints = np.array([[gx + centre, gy + centre], [sx + centre, gy + centre]], np.float32)

@@ -67,9 +67,31 @@ class Progress:
             sys.stderr.flush()
 
 
+def source_key(workload: Workload, scale: Scale) -> str:
+    """A key over the files a workload's generate() reads (``data_sources``): path, size and mtime of each.
+
+    Empty when the workload declares none (its samples are synthetic). Adding,
+    removing, resizing or touching a source file changes the key, so the cache
+    directory changes and the dataset is generated again: changed data is noticed.
+    """
+    import hashlib
+
+    sources = [Path(p) for p in workload.data_sources(scale)]
+    if not sources:
+        return ""
+    digest = hashlib.sha256()
+    for source in sources:
+        files = sorted(f for f in source.rglob("*") if f.is_file()) if source.is_dir() else [source]
+        for f in files:
+            st = f.stat()
+            digest.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 def dataset_dir(workload: Workload, scale: Scale, seed: int, cache_dir: Path | None = None) -> Path:
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return root / workload.name / f"{scale.name}-seed{seed}-v{DATA_VERSION}"
+    key = source_key(workload, scale)
+    return root / workload.name / (f"{scale.name}-seed{seed}-v{DATA_VERSION}" + (f"-src{key}" if key else ""))
 
 
 def materialize(workload: Workload, scale: Scale, seed: int = 0, cache_dir: Path | None = None) -> Path:
@@ -112,8 +134,10 @@ def _publish(tmp: Path, target: Path) -> None:
         with contextlib.suppress(FileNotFoundError):  # another process moved it already
             os.replace(target, aside / "old")
         shutil.rmtree(aside, ignore_errors=True)
-    raise DatasetError(f"could not put the dataset in place at {target}: something keeps recreating it without "
-                       f"its {MANIFEST}; delete {target} and run again")
+    raise DatasetError(
+        f"could not put the dataset in place at {target}: something keeps recreating it without "
+        f"its {MANIFEST}; delete {target} and run again"
+    )
 
 
 def _write_samples(workload: Workload, scale: Scale, seed: int, out: Path) -> None:
@@ -142,9 +166,16 @@ def _write_samples(workload: Workload, scale: Scale, seed: int, out: Path) -> No
         progress.update(index + 1)
     if targets:
         (out / "targets.json").write_text(json.dumps(targets))
-    manifest = {"workload": workload.name, "scale": scale.name, "seed": seed, "data_version": DATA_VERSION,
-                "num_samples": scale.num_samples, "image_size": list(scale.image_size),
-                "target_kind": workload.target_kind, "image_format": workload.image_format}
+    manifest = {
+        "workload": workload.name,
+        "scale": scale.name,
+        "seed": seed,
+        "data_version": DATA_VERSION,
+        "num_samples": scale.num_samples,
+        "image_size": list(scale.image_size),
+        "target_kind": workload.target_kind,
+        "image_format": workload.image_format,
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 

@@ -17,8 +17,25 @@ from perfsuite.workloads.models import EncoderDecoder
 from perfsuite.workloads.registry import Sample, Scale, Workload, register_workload
 
 LABELS = (
-    "background", "skin", "nose", "eye_g", "l_eye", "r_eye", "l_brow", "r_brow", "l_ear", "r_ear",
-    "mouth", "u_lip", "l_lip", "hair", "hat", "ear_r", "neck_l", "neck", "cloth",
+    "background",
+    "skin",
+    "nose",
+    "eye_g",
+    "l_eye",
+    "r_eye",
+    "l_brow",
+    "r_brow",
+    "l_ear",
+    "r_ear",
+    "mouth",
+    "u_lip",
+    "l_lip",
+    "hair",
+    "hat",
+    "ear_r",
+    "neck_l",
+    "neck",
+    "cloth",
 )
 IGNORE_INDEX = 255
 
@@ -29,20 +46,29 @@ def draw_face_mask(rng: np.random.Generator, height: int, width: int) -> np.ndar
 
     mask = Image.new("L", (width, height), 0)
     d = ImageDraw.Draw(mask)
-    W, H = width, height
-    cx = W * rng.uniform(0.42, 0.58)
-    cy = H * rng.uniform(0.40, 0.52)
-    fw, fh = W * rng.uniform(0.26, 0.34), H * rng.uniform(0.34, 0.42)
+    cx = width * rng.uniform(0.42, 0.58)
+    cy = height * rng.uniform(0.40, 0.52)
+    fw, fh = width * rng.uniform(0.26, 0.34), height * rng.uniform(0.34, 0.42)
 
     def ell(x: float, y: float, rx: float, ry: float, label: int) -> None:
         d.ellipse([x - rx, y - ry, x + rx, y + ry], fill=label)
 
-    d.polygon([(cx - fw * 1.8, H), (cx - fw * 0.9, cy + fh * 1.1), (cx + fw * 0.9, cy + fh * 1.1),
-               (cx + fw * 1.8, H)], fill=18)  # cloth
+    d.polygon(
+        [
+            (cx - fw * 1.8, height),
+            (cx - fw * 0.9, cy + fh * 1.1),
+            (cx + fw * 0.9, cy + fh * 1.1),
+            (cx + fw * 1.8, height),
+        ],
+        fill=18,
+    )  # cloth
     d.rectangle([cx - fw * 0.45, cy + fh * 0.5, cx + fw * 0.45, cy + fh * 1.2], fill=17)  # neck
     if rng.random() < 0.3:
-        d.line([(cx - fw * 0.45, cy + fh * 1.05), (cx + fw * 0.45, cy + fh * 1.05)], fill=16,
-               width=max(1, int(H * 0.012)))  # necklace
+        d.line(
+            [(cx - fw * 0.45, cy + fh * 1.05), (cx + fw * 0.45, cy + fh * 1.05)],
+            fill=16,
+            width=max(1, int(height * 0.012)),
+        )  # necklace
     ell(cx, cy - fh * 0.15, fw * 1.2, fh * 1.15, 13)  # hair behind the face
     ell(cx - fw, cy, fw * 0.16, fh * 0.2, 8)
     ell(cx + fw, cy, fw * 0.16, fh * 0.2, 9)
@@ -58,8 +84,11 @@ def draw_face_mask(rng: np.random.Generator, height: int, width: int) -> np.ndar
         ell(cx + side * ex, ey, fw * 0.15, fh * 0.06, eye)
     if rng.random() < 0.25:  # glasses drawn over the eyes
         for side in (-1, 1):
-            d.ellipse([cx + side * ex - fw * 0.24, ey - fh * 0.1, cx + side * ex + fw * 0.24, ey + fh * 0.1],
-                      outline=3, width=max(1, int(W * 0.008)))
+            d.ellipse(
+                [cx + side * ex - fw * 0.24, ey - fh * 0.1, cx + side * ex + fw * 0.24, ey + fh * 0.1],
+                outline=3,
+                width=max(1, int(width * 0.008)),
+            )
     d.polygon([(cx, ey + fh * 0.02), (cx - fw * 0.14, cy + fh * 0.3), (cx + fw * 0.14, cy + fh * 0.3)], fill=2)
     my = cy + fh * rng.uniform(0.5, 0.6)
     mw = fw * rng.uniform(0.3, 0.42)
@@ -69,9 +98,9 @@ def draw_face_mask(rng: np.random.Generator, height: int, width: int) -> np.ndar
         ell(cx, my, mw * 0.8, fh * 0.025, 10)
     labels = np.asarray(mask).copy()
     if rng.random() < 0.3:  # an occluder nobody labelled: the ignore index
-        ox, oy = rng.uniform(0, W), rng.uniform(0, H)
-        r = min(W, H) * rng.uniform(0.04, 0.1)
-        yy, xx = np.ogrid[:H, :W]
+        ox, oy = rng.uniform(0, width), rng.uniform(0, height)
+        r = min(width, height) * rng.uniform(0.04, 0.1)
+        yy, xx = np.ogrid[:height, :width]
         labels[(xx - ox) ** 2 + (yy - oy) ** 2 < r * r] = IGNORE_INDEX
     return labels
 

@@ -70,9 +70,23 @@ class Workload(ABC):
     scales: ClassVar[dict[str, Scale]]
 
     # -- data ---------------------------------------------------------------
-    @abstractmethod
     def generate(self, index: int, rng: np.random.Generator, scale: Scale) -> Sample:
-        """Draw sample ``index`` deterministically from ``rng``."""
+        """Draw sample ``index`` deterministically from ``rng`` (optional: a user's own data needs none).
+
+        A workload whose samples come from a user's files is better handed to
+        perfsuite as a :class:`perfsuite.Job`, whose own Dataset reads the files
+        where they are. A generate() that reads files must list them in
+        :meth:`data_sources`, so the cached copy follows them.
+        """
+        raise WorkloadError(
+            f"workload {self.name!r} has no generate(), so perfsuite has no samples to write; define "
+            "generate(index, rng, scale), or hand perfsuite your own Dataset and DataLoader as a perfsuite.Job "
+            "(docs/own_job.md)"
+        )
+
+    def data_sources(self, scale: Scale) -> list[Any]:
+        """Files or folders generate() reads, if any: their size and mtime key the dataset cache."""
+        return []
 
     def recipe(self) -> Recipe:
         """The augmentation recipe for this workload: seed 000's list by default."""
@@ -108,10 +122,19 @@ class Workload(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name, "summary": self.summary, "seed": self.seed_doc,
+            "name": self.name,
+            "summary": self.summary,
+            "seed": self.seed_doc,
             "target": self.target_kind,
-            "scales": {n: {"image_size": list(s.image_size), "num_samples": s.num_samples,
-                           "batch_size": s.batch_size, "model": s.model} for n, s in self.scales.items()},
+            "scales": {
+                n: {
+                    "image_size": list(s.image_size),
+                    "num_samples": s.num_samples,
+                    "batch_size": s.batch_size,
+                    "model": s.model,
+                }
+                for n, s in self.scales.items()
+            },
         }
 
 

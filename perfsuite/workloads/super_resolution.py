@@ -50,10 +50,8 @@ class SuperResolution(Workload):
     target_kind = "none"
     image_format = "png"
     scales = {
-        "smoke": Scale("smoke", (48, 48), num_samples=48, batch_size=8,
-                       model={"base_channels": 16, "num_blocks": 2}),
-        "full": Scale("full", (192, 192), num_samples=800, batch_size=32,
-                      model={"base_channels": 96, "num_blocks": 8}),
+        "smoke": Scale("smoke", (48, 48), num_samples=48, batch_size=8, model={"base_channels": 16, "num_blocks": 2}),
+        "full": Scale("full", (192, 192), num_samples=800, batch_size=32, model={"base_channels": 96, "num_blocks": 8}),
     }
 
     def generate(self, index: int, rng: np.random.Generator, scale: Scale) -> Sample:

@@ -19,7 +19,7 @@ from perfsuite.cli import main
 
 pytestmark = pytest.mark.slow
 
-WORKLOAD = '''
+WORKLOAD = """
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -52,21 +52,24 @@ class TinyAB(Workload):
     def loss(self, output, target):
         loss = F.cross_entropy(output, target)
         return loss
-'''
+"""
 
-TEST = '''
+TEST = """
 import pytest
 
 
 @pytest.mark.perf(max_syncs_per_step=1)
 def test_tiny(perf_run):
     perf_run("tiny_ab", aug="none", num_workers=0)
-'''
+"""
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture
@@ -81,8 +84,10 @@ def tiny_repo(tmp_path: Path) -> Path:
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "base")
-    text = WORKLOAD.replace("        return loss\n", "        print_every = loss.item()  # the regression: a read per step\n"
-                            "        return loss\n")
+    text = WORKLOAD.replace(
+        "        return loss\n",
+        "        print_every = loss.item()  # the regression: a read per step\n        return loss\n",
+    )
     (repo / "tiny_workload.py").write_text(text)
     _git(repo, "commit", "-q", "-am", "read the loss every step")
     return repo
@@ -100,9 +105,30 @@ def _no_hang():
 
 def test_ab_names_the_new_sync_and_exits_1(tiny_repo: Path, tmp_path: Path, capsys):
     md, js = tmp_path / "ab.md", tmp_path / "ab.json"
-    code = main(["ab", "--repo", str(tiny_repo), "--max-rounds", "1", "--min-rounds", "0", "--budget", "600",
-                 "--report-md", str(md), "--report-json", str(js),
-                 "HEAD~1", "HEAD", "test_tiny.py", "--perfsuite-steps", "4", "--perfsuite-warmup", "1"])
+    code = main(
+        [
+            "ab",
+            "--repo",
+            str(tiny_repo),
+            "--max-rounds",
+            "1",
+            "--min-rounds",
+            "0",
+            "--budget",
+            "600",
+            "--report-md",
+            str(md),
+            "--report-json",
+            str(js),
+            "HEAD~1",
+            "HEAD",
+            "test_tiny.py",
+            "--perfsuite-steps",
+            "4",
+            "--perfsuite-warmup",
+            "1",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 1, out.out + out.err
     data = json.loads(js.read_text())

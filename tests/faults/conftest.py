@@ -7,8 +7,8 @@ session, never with an absolute time, so both come from here.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -16,10 +16,24 @@ from perfsuite.results import Fingerprint, Metric, Result
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
 ISSUE_FAULTS = (
-    "cpu_augmentation", "num_workers_0", "too_few_workers", "pin_memory_off", "blocking_copies",
-    "persistent_workers_off", "prefetch_too_low", "amp_bool", "amp_off", "compile_off", "tf32_cudnn_off",
-    "host_read_every_step", "unfused_optimizer", "eval_every_epoch", "batch_too_small", "seed_label_augment",
-    "images_only_cutmix", "images_only_mixup",
+    "cpu_augmentation",
+    "num_workers_0",
+    "too_few_workers",
+    "pin_memory_off",
+    "blocking_copies",
+    "persistent_workers_off",
+    "prefetch_too_low",
+    "amp_bool",
+    "amp_off",
+    "compile_off",
+    "tf32_cudnn_off",
+    "host_read_every_step",
+    "unfused_optimizer",
+    "eval_every_epoch",
+    "batch_too_small",
+    "seed_label_augment",
+    "images_only_cutmix",
+    "images_only_mixup",
 )
 
 
@@ -82,16 +96,45 @@ def test_mutation_combines_code_faults_only() -> None:
 
 def _result(values: dict, step_ms=(10.0,) * 12, batch=8, samples=None, **knobs) -> Result:
     ms = {"step_ms": Metric("step_ms", sorted(step_ms)[len(step_ms) // 2]), **values}
-    return Result("w", "smoke", {"amp": None, "compile": None, **knobs}, ms,
-                  {"step_ms": list(step_ms), **(samples or {})}, Fingerprint.collect("cpu"), batch, 12, 1)
+    return Result(
+        "w",
+        "smoke",
+        {"amp": None, "compile": None, **knobs},
+        ms,
+        {"step_ms": list(step_ms), **(samples or {})},
+        Fingerprint.collect("cpu"),
+        batch,
+        12,
+        1,
+    )
 
 
 def test_sync_rule_names_the_new_call_site() -> None:
-    base = _result({"syncs_per_step": Metric("syncs_per_step", 1.0, detail={"sites": [
-        {"op": "Tensor.__bool__", "site": "/x/site-packages/kornia/a.py:9", "per_step": 1.0}]})})
-    head = _result({"syncs_per_step": Metric("syncs_per_step", 2.0, detail={"sites": [
-        {"op": "Tensor.__bool__", "site": "/x/site-packages/kornia/a.py:9", "per_step": 1.0},
-        {"op": "Tensor.item", "site": "perfsuite/pipeline.py:144", "per_step": 1.0}]})})
+    base = _result(
+        {
+            "syncs_per_step": Metric(
+                "syncs_per_step",
+                1.0,
+                detail={
+                    "sites": [{"op": "Tensor.__bool__", "site": "/x/site-packages/kornia/a.py:9", "per_step": 1.0}]
+                },
+            )
+        }
+    )
+    head = _result(
+        {
+            "syncs_per_step": Metric(
+                "syncs_per_step",
+                2.0,
+                detail={
+                    "sites": [
+                        {"op": "Tensor.__bool__", "site": "/x/site-packages/kornia/a.py:9", "per_step": 1.0},
+                        {"op": "Tensor.item", "site": "perfsuite/pipeline.py:144", "per_step": 1.0},
+                    ]
+                },
+            )
+        }
+    )
     c = catch.decide(FAULTS["host_read_every_step"], base, head)
     assert c.caught and "Tensor.item at perfsuite/pipeline.py:144 +1/step" in c.message
     assert "kornia" not in c.message
@@ -149,7 +192,8 @@ def test_recorded_self_test_ran_the_references_of_this_catalog() -> None:
     report = _report()
     for name, recorded in report.references.items():
         assert recorded == catch.describe_reference(REFERENCES[name]), (
-            f"reference {name} changed since the self-test was recorded; run `python scripts/catch_table.py --run`")
+            f"reference {name} changed since the self-test was recorded; run `python scripts/catch_table.py --run`"
+        )
 
 
 def test_recorded_aa_has_5_runs_of_each_reference_and_no_false_alarm() -> None:
@@ -180,8 +224,13 @@ def test_readme_catch_table_is_the_generated_one() -> None:
 
 
 def test_table_marks_gpu_faults_not_verified_and_splices_between_markers() -> None:
-    report = catch.CatchReport(machine="m", device="cpu", catches={
-        "pin_memory_off": catch.Catch("pin_memory_off", "samples_per_s", "gpu", None, f"{catch.NOT_HERE} (why)")})
+    report = catch.CatchReport(
+        machine="m",
+        device="cpu",
+        catches={
+            "pin_memory_off": catch.Catch("pin_memory_off", "samples_per_s", "gpu", None, f"{catch.NOT_HERE} (why)")
+        },
+    )
     table = catch.render_table(report)
     row = next(line for line in table.splitlines() if line.startswith("| `pin_memory_off`"))
     assert catch.NOT_HERE in row and "| yes |" not in row

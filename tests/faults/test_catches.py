@@ -63,8 +63,13 @@ def test_perfsuite_compare_exits_1_naming_the_cause(name: str, runs, tmp_path, c
 @pytest.mark.parametrize("reference", sorted({FAULTS[n].reference for n in CPU_FAULTS}))
 def test_aa_unchanged_reference_raises_no_alarm(reference: str, runs) -> None:
     base, again = runs(reference), runs(reference, again=1)
-    alarms = [c.message for c in (catch.decide(f, base, again) for f in FAULTS.values()
-                                  if f.reference == reference and f.device == "cpu") if c.caught]
+    alarms = [
+        c.message
+        for c in (
+            catch.decide(f, base, again) for f in FAULTS.values() if f.reference == reference and f.device == "cpu"
+        )
+        if c.caught
+    ]
     assert not alarms
 
 
@@ -96,8 +101,14 @@ def test_label_probe_counts_class_labels_outside_the_class_set() -> None:
         pipeline.workload.loss = lambda output, target: output.float().mean()  # one that does not check targets
 
     def spec(mutate):
-        return RunSpec("gray_classifier", knobs=Knobs.from_flat(aug="none", num_workers=0, batch_size=4), steps=2,
-                       warmup=0, observe_steps=2, mutate=mutate)
+        return RunSpec(
+            "gray_classifier",
+            knobs=Knobs.from_flat(aug="none", num_workers=0, batch_size=4),
+            steps=2,
+            warmup=0,
+            observe_steps=2,
+            mutate=mutate,
+        )
 
     assert run(spec(None), probes=[LabelProbe()]).value("label_violations") == 0
     bad = run(spec(off_by_ten), probes=[LabelProbe()]).metric("label_violations")

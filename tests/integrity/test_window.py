@@ -18,32 +18,7 @@ from perfsuite.knobs import Knobs
 from perfsuite.probes import all_probes
 from perfsuite.probes.base import Probe
 from perfsuite.runner import RunSpec, run
-
-COMPILED_MARKERS = ("CompiledFxGraph", "Torch-Compiled Region")
-
-
-class WindowProfile(Probe):
-    """Counts compiled-graph calls inside the measured window (test instrument only)."""
-
-    name = "window-profile"
-
-    def __init__(self) -> None:
-        self.compiled_calls = 0
-        self._prof = None
-
-    def start(self) -> None:
-        import torch
-
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-        self._prof.__enter__()
-
-    def stop(self) -> None:
-        if self._prof is None:
-            return
-        prof, self._prof = self._prof, None
-        prof.__exit__(None, None, None)
-        self.compiled_calls = sum(1 for e in prof.events() if any(m in e.name for m in COMPILED_MARKERS))
-
+from perfsuite.testing import CompiledCallsInWindow as WindowProfile
 
 STEP_ONLY = {"aug": "none", "num_workers": 0}
 
@@ -58,9 +33,10 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
     """
     watch = WindowProfile()
     knobs = Knobs.from_flat(compile="default", batch_size=40, drop_last=False, **STEP_ONLY)
-    result = run(RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=2, observe_steps=1),
-                 probes=[*all_probes(), watch])
-    assert watch.compiled_calls >= 4, f"the window ran {watch.compiled_calls} compiled graph calls for 4 steps"
+    result = run(
+        RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=2, observe_steps=1), probes=[*all_probes(), watch]
+    )
+    assert watch.calls >= 4, f"the window ran {watch.calls} compiled graph calls for 4 steps"
     recompiles = result.metric("recompiles")
     assert recompiles.value == 1 and recompiles.detail["in_window"] == 1, recompiles
     assert result.metric("step_ms_max").detail["step"] == 0, "the recompiling step must be the window's slowest"
@@ -70,9 +46,11 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
 def test_an_eager_window_calls_no_compiled_graph() -> None:
     """The other side: the instrument does not see compiled graphs where there are none."""
     watch = WindowProfile()
-    run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=1),
-        probes=[*all_probes(), watch])
-    assert watch.compiled_calls == 0
+    run(
+        RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=1),
+        probes=[*all_probes(), watch],
+    )
+    assert watch.calls == 0
 
 
 class ModeLeaker(Probe):
@@ -98,8 +76,10 @@ class ModeLeaker(Probe):
 
 def test_a_probe_that_instruments_the_window_is_refused() -> None:
     with pytest.raises(PerfsuiteError, match="mode active in the measured window"):
-        run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=0, observe_steps=0),
-            probes=[ModeLeaker()])
+        run(
+            RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=0, observe_steps=0),
+            probes=[ModeLeaker()],
+        )
 
 
 def test_observed_steps_come_after_the_window() -> None:
@@ -124,6 +104,8 @@ def test_observed_steps_come_after_the_window() -> None:
         def finish(self):
             calls.append("finish")
 
-    run(RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=2),
-        probes=[Recorder()])
+    run(
+        RunSpec("gray_classifier", knobs=Knobs.from_flat(**STEP_ONLY), steps=2, warmup=1, observe_steps=2),
+        probes=[Recorder()],
+    )
     assert calls == ["setup", "start", "stop", "observe", "observe", "finish"]

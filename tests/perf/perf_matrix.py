@@ -15,7 +15,6 @@ WORKLOADS = ("face_parsing", "captcha_slider", "super_resolution", "gray_classif
 SMALLEST = "gray_classifier"  # the compile case: torch.compile on two CPU cores takes about a minute
 
 
-
 def workers(scale: str) -> int:
     """The tuned worker count: two on the smoke machine's two cores, eight at full scale (seed 002's fix)."""
     return 2 if scale == "smoke" else 8

@@ -25,8 +25,10 @@ def test_gpu_augmentation(perf_run, workload):
 def test_gpu_augmentation_is_not_slower_than_cpu_augmentation(perf_run, workload):
     """Within one session, so machine drift cancels: on a GPU the batched path must not lose."""
     if not perf_run.device.startswith("cuda"):
-        pytest.skip("on a CPU device both placements run on the same cores; the ratio says nothing "
-                    "about feeding a GPU (run with --perfsuite-device cuda)")
+        pytest.skip(
+            "on a CPU device both placements run on the same cores; the ratio says nothing "
+            "about feeding a GPU (run with --perfsuite-device cuda)"
+        )
     from perfsuite.verdicts import Outcome, compare_timing
 
     cpu = perf_run(workload, aug="cpu", num_workers=2, label="cpu-aug")
@@ -34,4 +36,5 @@ def test_gpu_augmentation_is_not_slower_than_cpu_augmentation(perf_run, workload
     verdict = compare_timing(cpu.samples["step_ms"], gpu.samples["step_ms"])
     assert verdict.outcome is not Outcome.REGRESSED, (
         f"GPU augmentation is slower than CPU augmentation on {workload}: {verdict.reason} "
-        f"(step_ms median {verdict.base_median:.3g} -> {verdict.head_median:.3g})")
+        f"(step_ms median {verdict.base_median:.3g} -> {verdict.head_median:.3g})"
+    )

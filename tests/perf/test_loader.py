@@ -15,8 +15,13 @@ CONFIGS = {
     # seed 000 as found: a couple of workers, pageable memory, workers restarted every epoch
     "seed": lambda scale: {"num_workers": 2, "pin_memory": False, "persistent_workers": False},
     # the seeds' fix
-    "tuned": lambda scale: {"num_workers": workers(scale), "pin_memory": True, "persistent_workers": True,
-                            "prefetch_factor": 4, "non_blocking": True},
+    "tuned": lambda scale: {
+        "num_workers": workers(scale),
+        "pin_memory": True,
+        "persistent_workers": True,
+        "prefetch_factor": 4,
+        "non_blocking": True,
+    },
 }
 
 
@@ -38,5 +43,13 @@ def test_recommended_configuration(perf_run, workload):
     test_bf16_autocast_engages, so on a CPU it skips before spending minutes."""
     if not perf_run.device.startswith("cuda"):
         pytest.skip("gpu_util needs a CUDA device; AMP and GPU augmentation are checked on the CPU elsewhere")
-    perf_run(workload, aug="gpu", amp="bf16", num_workers=workers(perf_run.scale), pin_memory=True,
-             persistent_workers=True, prefetch_factor=4, non_blocking=True)
+    perf_run(
+        workload,
+        aug="gpu",
+        amp="bf16",
+        num_workers=workers(perf_run.scale),
+        pin_memory=True,
+        persistent_workers=True,
+        prefetch_factor=4,
+        non_blocking=True,
+    )

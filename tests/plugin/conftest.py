@@ -7,6 +7,8 @@ two cores. Inner sessions run in-process (torch is imported once).
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from perfsuite_pytester import TINY_WORKLOAD
 
@@ -21,20 +23,31 @@ def _warm_imports(tmp_path_factory: pytest.TempPathFactory) -> None:
     from perfsuite.knobs import Knobs
     from perfsuite.runner import RunSpec, run
 
-    try:
+    with contextlib.suppress(ImportError):
         import matplotlib.figure  # noqa: F401  (the PNG report)
-    except ImportError:
-        pass
 
     namespace: dict = {}
     exec(TINY_WORKLOAD.replace("@register_workload", ""), namespace)
-    run(RunSpec(namespace["Tiny"](), "smoke", Knobs.from_flat(aug="cpu", num_workers=0, device="cpu"),
-                steps=2, warmup=1, observe_steps=1, cache_dir=tmp_path_factory.mktemp("warm")))
+    run(
+        RunSpec(
+            namespace["Tiny"](),
+            "smoke",
+            Knobs.from_flat(aug="cpu", num_workers=0, device="cpu"),
+            steps=2,
+            warmup=1,
+            observe_steps=1,
+            cache_dir=tmp_path_factory.mktemp("warm"),
+        )
+    )
 
 
 @pytest.fixture
-def project(_warm_imports: None, pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
-            monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(
+    _warm_imports: None,
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> pytest.Pytester:
     """A pytester directory whose conftest registers ``plugin_tiny``; datasets cached per session.
 
     Inner sessions run in this process, so the workloads they register go into a copy of the

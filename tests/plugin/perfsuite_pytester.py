@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-TINY_WORKLOAD = '''
+TINY_WORKLOAD = """
 import numpy as np
 import torch.nn.functional as F
 from torch import nn
@@ -41,12 +41,10 @@ class Tiny(Workload):
 
     def loss(self, output, target):
         return F.cross_entropy(output, target)
-'''
+"""
 
 # Fast defaults for every inner session: few steps, no worker processes.
 FAST = ("-p", "perfsuite", "--perfsuite-steps", "5", "--perfsuite-warmup", "1", "-p", "no:cacheprovider")
-
-
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

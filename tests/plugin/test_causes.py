@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perfsuite import causes
@@ -12,37 +14,101 @@ FP = Fingerprint("cpu", None, 0, None, None, "2.13.0", None, "3.11", "cpu", 2, "
 
 
 def result(metrics: dict, **knobs) -> Result:
-    flat = {"aug": "gpu", "num_workers": 2, "pin_memory": False, "persistent_workers": False, "amp": None,
-            "compile": None, "log_interval": 0, "eval_interval": 0, "device": "cpu", **knobs}
+    flat = {
+        "aug": "gpu",
+        "num_workers": 2,
+        "pin_memory": False,
+        "persistent_workers": False,
+        "amp": None,
+        "compile": None,
+        "log_interval": 0,
+        "eval_interval": 0,
+        "device": "cpu",
+        **knobs,
+    }
     ms = {name: value if isinstance(value, Metric) else Metric(name, value) for name, value in metrics.items()}
     return Result("w", "smoke", flat, ms, {}, FP, 8, 5, 1)
 
 
-@pytest.mark.parametrize(("threshold", "metrics", "knobs", "expected"), [
-    (AtMost("data_wait_frac", 0.05), {"data_wait_frac": 0.62}, {"aug": "cpu"},
-     "data-bound: data_wait_frac 0.62 > 0.05 (augmentation on CPU workers, num_workers=2)"),
-    (AtMost("data_wait_frac", 0.05), {"data_wait_frac": 0.62}, {"aug": "gpu", "device": "cuda", "num_workers": 0},
-     "data-bound: data_wait_frac 0.62 > 0.05 (num_workers=0: batches decode in the training process, "
-     "pin_memory=False)"),
-    (AtLeast("amp_lowp_frac", 0.9), {"amp_lowp_frac": 0.0}, {},
-     "AMP not engaged: amp_lowp_frac 0 < 0.9 (amp=None: training runs in FP32"),
-    (Equals("amp_engaged", True), {"amp_engaged": False}, {"amp": "bf16"},
-     "AMP not engaged: amp_engaged False != True (amp='bf16' is set but few ops ran in low precision"),
-    (AtMost("syncs_per_step", 0), {"syncs_per_step": 1}, {"log_interval": 1},
-     "host syncs: syncs_per_step 1 > 0 (loss.item() at perfsuite/pipeline.py:"),
-    (AtMost("syncs_per_step", 0),
-     {"syncs_per_step": Metric("syncs_per_step", 5.0, detail={"sites": [
-         {"op": "Tensor.__bool__", "site": "/venv/lib/python3.11/site-packages/kornia/color_jiggle.py:98",
-          "per_step": 4.0}]})}, {},
-     "host syncs: syncs_per_step 5 > 0 (Tensor.__bool__ at kornia/color_jiggle.py:98, 4 per step)"),
-    (AtLeast("gpu_util", 0.85), {"gpu_util": 0.3, "data_wait_frac": 0.5}, {"aug": "cpu", "device": "cuda"},
-     "GPU underfed: gpu_util 0.3 < 0.85 (augmentation on CPU workers, num_workers=2, pin_memory=False, "
-     "amp=None: training runs in FP32"),
-    (AtMost("graph_breaks", 0),
-     {"graph_breaks": Metric("graph_breaks", 2, detail={"reasons": [{"reason": "Tensor.item() call"}]})},
-     {"compile": "default"}, "graph breaks: graph_breaks 2 > 0 (Tensor.item() call)"),
-], ids=["cpu-aug", "no-workers-on-cuda", "fp32", "amp-set-not-engaged", "loss-item", "probe-sites",
-        "underfed", "graph-breaks"])
+@pytest.mark.parametrize(
+    ("threshold", "metrics", "knobs", "expected"),
+    [
+        (
+            AtMost("data_wait_frac", 0.05),
+            {"data_wait_frac": 0.62},
+            {"aug": "cpu"},
+            "data-bound: data_wait_frac 0.62 > 0.05 (augmentation on CPU workers, num_workers=2)",
+        ),
+        (
+            AtMost("data_wait_frac", 0.05),
+            {"data_wait_frac": 0.62},
+            {"aug": "gpu", "device": "cuda", "num_workers": 0},
+            "data-bound: data_wait_frac 0.62 > 0.05 (num_workers=0: batches decode in the training process, "
+            "pin_memory=False)",
+        ),
+        (
+            AtLeast("amp_lowp_frac", 0.9),
+            {"amp_lowp_frac": 0.0},
+            {},
+            "AMP not engaged: amp_lowp_frac 0 < 0.9 (amp=None: training runs in FP32",
+        ),
+        (
+            Equals("amp_engaged", True),
+            {"amp_engaged": False},
+            {"amp": "bf16"},
+            "AMP not engaged: amp_engaged False != True (amp='bf16' is set but few ops ran in low precision",
+        ),
+        (
+            AtMost("syncs_per_step", 0),
+            {"syncs_per_step": 1},
+            {"log_interval": 1},
+            "host syncs: syncs_per_step 1 > 0 (loss.item() at perfsuite/pipeline.py:",
+        ),
+        (
+            AtMost("syncs_per_step", 0),
+            {
+                "syncs_per_step": Metric(
+                    "syncs_per_step",
+                    5.0,
+                    detail={
+                        "sites": [
+                            {
+                                "op": "Tensor.__bool__",
+                                "site": "/venv/lib/python3.11/site-packages/kornia/color_jiggle.py:98",
+                                "per_step": 4.0,
+                            }
+                        ]
+                    },
+                )
+            },
+            {},
+            "host syncs: syncs_per_step 5 > 0 (Tensor.__bool__ at kornia/color_jiggle.py:98, 4 per step)",
+        ),
+        (
+            AtLeast("gpu_util", 0.85),
+            {"gpu_util": 0.3, "data_wait_frac": 0.5},
+            {"aug": "cpu", "device": "cuda"},
+            "GPU underfed: gpu_util 0.3 < 0.85 (augmentation on CPU workers, num_workers=2, pin_memory=False, "
+            "amp=None: training runs in FP32",
+        ),
+        (
+            AtMost("graph_breaks", 0),
+            {"graph_breaks": Metric("graph_breaks", 2, detail={"reasons": [{"reason": "Tensor.item() call"}]})},
+            {"compile": "default"},
+            "graph breaks: graph_breaks 2 > 0 (Tensor.item() call)",
+        ),
+    ],
+    ids=[
+        "cpu-aug",
+        "no-workers-on-cuda",
+        "fp32",
+        "amp-set-not-engaged",
+        "loss-item",
+        "probe-sites",
+        "underfed",
+        "graph-breaks",
+    ],
+)
 def test_failure_lines_name_metric_value_bound_and_cause(threshold, metrics, knobs, expected):
     r = result(metrics, **knobs)
     verdict = threshold.check(r, "t.py::test_x")
@@ -52,7 +118,7 @@ def test_failure_lines_name_metric_value_bound_and_cause(threshold, metrics, kno
 
 def test_pipeline_site_points_at_the_line_that_reads_the_loss():
     path, line = causes.pipeline_site(".item()").rsplit(":", 1)
-    source = open(causes.__file__.replace("causes.py", "pipeline.py"), encoding="utf-8").read().splitlines()
+    source = Path(causes.__file__.replace("causes.py", "pipeline.py")).read_text(encoding="utf-8").splitlines()
     assert path == "perfsuite/pipeline.py" and "loss.item()" in source[int(line) - 1]
 
 

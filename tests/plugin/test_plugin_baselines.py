@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from perfsuite_pytester import baseline_files, read_json, run
 
 from perfsuite.results import Fingerprint
@@ -32,8 +31,13 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     (project.path / "baselines").mkdir()
     first = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(["*test_loader*new*", "*2 new, 1 pass*",
-                                "*0 exact checks held against committed baselines; 1 timing results new*"])
+    first.stdout.fnmatch_lines(
+        [
+            "*test_loader*new*",
+            "*2 new, 1 pass*",
+            "*0 exact checks held against committed baselines; 1 timing results new*",
+        ]
+    )
     assert baseline_files(project.path) == []  # comparing never writes a baseline
     assert {v["outcome"] for v in read_json(project.path / "v.json")} == {"new", "pass"}
 
@@ -50,7 +54,12 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     again.assert_outcomes(passed=1)
     outcomes = {v["metric"]: v["outcome"] for v in read_json(project.path / "v.json")}
     assert "timing" not in outcomes  # no longer new
-    assert outcomes["step_ms"] in {"unchanged", "inconclusive", "improved", "regressed"}  # timing: not this test's concern
+    assert outcomes["step_ms"] in {
+        "unchanged",
+        "inconclusive",
+        "improved",
+        "regressed",
+    }  # timing: not this test's concern
     assert outcomes["syncs_per_step"] == "unchanged"
     assert path.read_bytes() == before and baseline_files(project.path) == [path]  # compared, not written
 
@@ -72,8 +81,9 @@ def test_a_regression_against_the_baseline_fails_with_the_cause(project):
     _edit_baseline(path, lambda r: r["samples"].update(step_ms=[x / 100 for x in r["samples"]["step_ms"]]))
     out = run(project, "--perfsuite-compare")
     out.assert_outcomes(failed=1)
-    out.stdout.fnmatch_lines(["*test_loader: slow steps: step_ms median * -> * ms (x*slower by more than x1.05*",
-                              "*regressed*"])
+    out.stdout.fnmatch_lines(
+        ["*test_loader: slow steps: step_ms median * -> * ms (x*slower by more than x1.05*", "*regressed*"]
+    )
 
 
 def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
@@ -90,10 +100,12 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
 
     refused = run(project, "--perfsuite-compare")
     refused.assert_outcomes(failed=1)
-    refused.stdout.fnmatch_lines([
-        f"*comparison refused: *test_loader: its baseline *{other_key}* was recorded on '{other_key}' but this run "
-        "is *; timings from different machines do not compare*--perfsuite-force*",
-    ])
+    refused.stdout.fnmatch_lines(
+        [
+            f"*comparison refused: *test_loader: its baseline *{other_key}* was recorded on '{other_key}' but this run "
+            "is *; timings from different machines do not compare*--perfsuite-force*",
+        ]
+    )
     forced = run(project, "--perfsuite-compare", "--perfsuite-force", *LENIENT)
     forced.assert_outcomes(passed=1)
     assert "comparison refused" not in forced.stdout.str()
@@ -126,12 +138,16 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     run(project, "--perfsuite-update-exact").assert_outcomes(passed=1)
     [exact] = sorted((project.path / "baselines" / "exact").glob("*.json"))
     data = read_json(exact)
-    (test_id, values), = data["tests"].items()
+    ((test_id, values),) = data["tests"].items()
     assert test_id.endswith("::test_loader") and values["syncs_per_step"] == 0 and values["ops_per_step"] > 0
     held = run(project, "--perfsuite-compare")
     held.assert_outcomes(passed=1)
-    held.stdout.fnmatch_lines([f"*{len([v for v in values.values() if v is not None])} exact checks held against "
-                               "committed baselines*; 1 timing results new on this machine"])
+    held.stdout.fnmatch_lines(
+        [
+            f"*{len([v for v in values.values() if v is not None])} exact checks held against "
+            "committed baselines*; 1 timing results new on this machine"
+        ]
+    )
 
     def rewrite(**changes):
         exact.write_text(json.dumps({**data, "tests": {test_id: {**values, **changes}}}), encoding="utf-8")
@@ -139,8 +155,12 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     rewrite(ops_per_step=values["ops_per_step"] + 10)  # the code now does fewer ops than committed: stale file
     better = run(project, "--perfsuite-compare")
     better.assert_outcomes(failed=1)
-    better.stdout.fnmatch_lines(["*ops_per_step * -> * (exact, baselines/exact/*): better than the committed "
-                                 "value; commit it: `nox -s perf -- --perfsuite-update-exact`*"])
+    better.stdout.fnmatch_lines(
+        [
+            "*ops_per_step * -> * (exact, baselines/exact/*): better than the committed "
+            "value; commit it: `nox -s perf -- --perfsuite-update-exact`*"
+        ]
+    )
     rewrite(h2d_bytes_per_step=1)  # the code now copies more than committed: a regression
     worse = run(project, "--perfsuite-compare")
     worse.assert_outcomes(failed=1)
@@ -148,10 +168,13 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     assert read_json(exact)["tests"][test_id]["h2d_bytes_per_step"] == 1  # checking never rewrites it
 
 
-@pytest.mark.parametrize("fault,evidence", [
-    ("float64_inputs", "*more bytes copied: h2d_bytes_per_step * -> * (exact, *)*bytes by dtype now: float64 *"),
-    ("print_loss", "*host syncs: syncs_per_step 0 -> 1 (exact, *)*Tensor.__format__ at *faults.py:*, 1 per step*"),
-])
+@pytest.mark.parametrize(
+    "fault,evidence",
+    [
+        ("float64_inputs", "*more bytes copied: h2d_bytes_per_step * -> * (exact, *)*bytes by dtype now: float64 *"),
+        ("print_loss", "*host syncs: syncs_per_step 0 -> 1 (exact, *)*Tensor.__format__ at *faults.py:*, 1 per step*"),
+    ],
+)
 def test_a_work_changing_fault_fails_against_the_committed_exact_values(project, fault, evidence):
     project.makepyfile(TEST.replace("max_syncs_per_step=0", ""))
     run(project, "--perfsuite-update-exact").assert_outcomes(passed=1)

@@ -35,8 +35,12 @@ def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(
     verdicts = bench["extra_info"]["perfsuite_verdicts"]
     assert [(v["metric"], v["outcome"]) for v in verdicts] == [("syncs_per_step", "pass")] * 2
 
-    compare = subprocess.run([sys.executable, "-m", "pytest_benchmark", "compare", str(project.path / "bench.json")],
-                             capture_output=True, text=True, timeout=120)
+    compare = subprocess.run(
+        [sys.executable, "-m", "pytest_benchmark", "compare", str(project.path / "bench.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert compare.returncode == 0, compare.stderr
     assert "test_loader" in compare.stdout
 

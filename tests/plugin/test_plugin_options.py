@@ -11,16 +11,32 @@ from perfsuite import settings, verdicts
 
 pytest_plugins = ["pytester"]
 
-OPTIONS = ("scale", "device", "steps", "warmup", "save", "compare", "baselines", "force", "factor", "alpha",
-           "report-md", "report-json", "png", "inject")
+OPTIONS = (
+    "scale",
+    "device",
+    "steps",
+    "warmup",
+    "save",
+    "compare",
+    "baselines",
+    "force",
+    "factor",
+    "alpha",
+    "report-md",
+    "report-json",
+    "png",
+    "inject",
+)
 
 
 def test_help_lists_every_option_in_its_group_without_importing_torch(tmp_path):
-    code = ("import sys, pytest\n"
-            "rc = pytest.main(['--help', '-p', 'perfsuite'])\n"
-            "heavy = ('torch', 'numpy', 'kornia', 'perfsuite.verdicts')\n"
-            "print('HEAVY:', sorted(m for m in heavy if m in sys.modules))\n"
-            "sys.exit(rc)\n")
+    code = (
+        "import sys, pytest\n"
+        "rc = pytest.main(['--help', '-p', 'perfsuite'])\n"
+        "heavy = ('torch', 'numpy', 'kornia', 'perfsuite.verdicts')\n"
+        "print('HEAVY:', sorted(m for m in heavy if m in sys.modules))\n"
+        "sys.exit(rc)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "perfsuite: performance regression tests" in proc.stdout
@@ -33,17 +49,29 @@ def test_help_defaults_match_the_verdict_module():
     assert (settings.DEFAULT_FACTOR, settings.DEFAULT_ALPHA) == (verdicts.DEFAULT_FACTOR, verdicts.DEFAULT_ALPHA)
 
 
-@pytest.mark.parametrize(("pyproject", "args", "message"), [
-    ('[tool.perfsuite]\nscal = "smoke"\n', (), "unknown key 'scal'; known keys:*"),
-    ('[tool.perfsuite]\nsteps = "ten"\n', (), "steps = 'ten' must be an integer"),
-    ('[tool.perfsuite]\nscale = "huge"\n', (), "scale='huge'; write --perfsuite-scale smoke or*"),
-    ("", ("--perfsuite-device", "tpu"), "device='tpu'; write --perfsuite-device auto, cpu, cuda or cuda:N"),
-    ("", ("--perfsuite-factor", "0.9"), "factor=0.9 must be above 1*"),
-    ('[tool.perfsuite.thresholds.cpu]\nmax_sync = 0\n', (), "*unknown threshold 'max_sync'*"),
-    ("", ("--perfsuite-inject", "no-such-fault"), "*--perfsuite-inject no-such-fault*"),
-    ("", ("--perfsuite-inject", "x", "--perfsuite-save"), "*would store a run with an injected fault*"),
-], ids=["unknown-key", "wrong-type", "bad-scale", "bad-device", "bad-factor", "bad-threshold", "unknown-fault",
-        "save-with-fault"])
+@pytest.mark.parametrize(
+    ("pyproject", "args", "message"),
+    [
+        ('[tool.perfsuite]\nscal = "smoke"\n', (), "unknown key 'scal'; known keys:*"),
+        ('[tool.perfsuite]\nsteps = "ten"\n', (), "steps = 'ten' must be an integer"),
+        ('[tool.perfsuite]\nscale = "huge"\n', (), "scale='huge'; write --perfsuite-scale smoke or*"),
+        ("", ("--perfsuite-device", "tpu"), "device='tpu'; write --perfsuite-device auto, cpu, cuda or cuda:N"),
+        ("", ("--perfsuite-factor", "0.9"), "factor=0.9 must be above 1*"),
+        ("[tool.perfsuite.thresholds.cpu]\nmax_sync = 0\n", (), "*unknown threshold 'max_sync'*"),
+        ("", ("--perfsuite-inject", "no-such-fault"), "*--perfsuite-inject no-such-fault*"),
+        ("", ("--perfsuite-inject", "x", "--perfsuite-save"), "*would store a run with an injected fault*"),
+    ],
+    ids=[
+        "unknown-key",
+        "wrong-type",
+        "bad-scale",
+        "bad-device",
+        "bad-factor",
+        "bad-threshold",
+        "unknown-fault",
+        "save-with-fault",
+    ],
+)
 def test_bad_settings_are_usage_errors_that_say_what_to_write(pytester, pyproject, args, message):
     pytester.makepyfile("def test_nothing(): pass")
     if pyproject:
@@ -64,13 +92,17 @@ def test_settings_resolve_command_line_over_pyproject_over_defaults(tmp_path):
 
 
 def test_machine_thresholds_pick_the_class_then_the_test_glob():
-    s = settings.Settings(thresholds={
-        "cpu": {"max_syncs_per_step": 0, "test_fast*": {"min_samples_per_s": 100}},
-        "NVIDIA H100*": {"min_gpu_util": 0.9},
-        "*h100 80gb*": {"min_gpu_util": 0.95},
-    })
+    s = settings.Settings(
+        thresholds={
+            "cpu": {"max_syncs_per_step": 0, "test_fast*": {"min_samples_per_s": 100}},
+            "NVIDIA H100*": {"min_gpu_util": 0.9},
+            "*h100 80gb*": {"min_gpu_util": 0.95},
+        }
+    )
     assert settings.machine_thresholds(s, "cpu", "test_fast_loader", "t.py::test_fast_loader") == {
-        "max_syncs_per_step": 0, "min_samples_per_s": 100}
+        "max_syncs_per_step": 0,
+        "min_samples_per_s": 100,
+    }
     assert settings.machine_thresholds(s, "cpu", "test_other", "t.py::test_other") == {"max_syncs_per_step": 0}
     assert settings.machine_thresholds(s, "NVIDIA H100 80GB HBM3", "test_x", "t.py::test_x") == {"min_gpu_util": 0.95}
     assert settings.machine_thresholds(s, "NVIDIA A100-SXM4-40GB", "test_x", "t.py::test_x") == {}

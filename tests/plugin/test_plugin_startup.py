@@ -77,3 +77,62 @@ perfsuite.runner.run = _hangs_once
         ["*perfsuite: the window phase passed the deadline*worker 0 (pid 4242)*", "*line 9 in __getitem__*"]
     )
     assert "Traceback" not in out.stdout.str()
+
+
+HUNG_JOB = """
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    import perfsuite
+
+
+    class Stuck(Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            if i >= 4:  # the second batch never comes: a worker stuck on storage
+                time.sleep(3600)
+            return torch.zeros(4), torch.tensor(0)
+
+
+    def job(workers):
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(batch):
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        loader = DataLoader(Stuck(), batch_size=4, num_workers=workers)
+        return perfsuite.Job(step=step, model=model, optimizer=opt, loader=loader, name=f"stuck{workers}")
+
+
+    def test_hung_worker(perf_run):
+        perf_run(job(1))
+
+
+    def test_hung_getitem_in_process(perf_run):
+        perf_run(job(0))
+
+
+    def test_next(perf_run):
+        perf_run("plugin_tiny", aug="none", num_workers=0)
+"""
+
+
+def test_a_real_hung_worker_fails_within_the_deadline_with_stacks_and_the_session_goes_on(project):
+    """The real runner and watchdog (no stand-in): a worker stuck in __getitem__ and the same in-process."""
+    project.makepyfile(HUNG_JOB)
+    out = run(project, "--perfsuite-deadline-warmup", "3", "--perfsuite-deadline-floor", "3", "-p", "no:randomly")
+    out.assert_outcomes(failed=2, passed=1)
+    text = out.stdout.str() + out.stderr.str()
+    assert "warm-up" in text and "pid" in text  # the phase, and the stuck worker process named
+    assert "Stuck.__getitem__" in text or "__getitem__" in text  # the stacks show where it hangs
+    assert "test_next PASSED" in text or "1 passed" in text

@@ -47,13 +47,15 @@ def test_violations_fail_naming_metric_value_bound_and_cause(project):
     """)
     out = run(project)
     out.assert_outcomes(failed=4)
-    out.stdout.fnmatch_lines_random([
-        "*test_slow: slow steps: samples_per_s * < 1000000000 (*",
-        "*test_data_bound: data-bound: data_wait_frac * > 0 (augmentation on CPU workers, num_workers=0*",
-        "*test_syncs: host syncs: syncs_per_step 1 > 0 (*item* at *pipeline.py:*, 1 per step)*",
-        "*test_fp32: AMP not engaged: amp_engaged False != True (amp=None: training runs in FP32*",
-        "*perfsuite: 4 fail*",
-    ])
+    out.stdout.fnmatch_lines_random(
+        [
+            "*test_slow: slow steps: samples_per_s * < 1000000000 (*",
+            "*test_data_bound: data-bound: data_wait_frac * > 0 (augmentation on CPU workers, num_workers=0*",
+            "*test_syncs: host syncs: syncs_per_step 1 > 0 (*item* at *pipeline.py:*, 1 per step)*",
+            "*test_fp32: AMP not engaged: amp_engaged False != True (amp=None: training runs in FP32*",
+            "*perfsuite: 4 fail*",
+        ]
+    )
 
 
 def test_only_unavailable_thresholds_skip_with_the_reason(project):
@@ -66,11 +68,13 @@ def test_only_unavailable_thresholds_skip_with_the_reason(project):
     """)
     out = run(project, "-rs")
     out.assert_outcomes(skipped=1)
-    out.stdout.fnmatch_lines_random([
-        "SKIPPED *.py:*: perfsuite: no threshold could be checked on this machine: "
-        "gpu_util unavailable (min_gpu_util): *",
-        "unavailable: *test_gpu_only: gpu_util unavailable*",
-    ])
+    out.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED *.py:*: perfsuite: no threshold could be checked on this machine: "
+            "gpu_util unavailable (min_gpu_util): *",
+            "unavailable: *test_gpu_only: gpu_util unavailable*",
+        ]
+    )
 
 
 def test_unavailable_bounds_are_reported_while_the_others_decide(project):
@@ -87,18 +91,21 @@ def test_unavailable_bounds_are_reported_while_the_others_decide(project):
     """)
     out = run(project, "--perfsuite-report-md", "perf.md")
     out.assert_outcomes(passed=1, failed=1)
-    out.stdout.fnmatch_lines_random([
-        "unavailable: *test_mixed_pass: gpu_util unavailable*",
-        "unavailable: *test_mixed_fail: gpu_util unavailable*",
-        "*1 fail, 2 unavailable, 1 pass*",
-    ])
+    out.stdout.fnmatch_lines_random(
+        [
+            "unavailable: *test_mixed_pass: gpu_util unavailable*",
+            "unavailable: *test_mixed_fail: gpu_util unavailable*",
+            "*1 fail, 2 unavailable, 1 pass*",
+        ]
+    )
     markdown = (project.path / "perf.md").read_text()
     assert markdown.count("unavailable <br>gpu_util unavailable (min_gpu_util)") == 2
     assert "**fail** <br>samples_per_s" in markdown and "slow steps" in markdown
 
 
 def test_machine_class_thresholds_from_pyproject_override_the_marker(project):
-    project.path.joinpath("pyproject.toml").write_text(textwrap.dedent("""
+    project.path.joinpath("pyproject.toml").write_text(
+        textwrap.dedent("""
         [tool.perfsuite.thresholds.cpu]
         min_samples_per_s = 1e9
 
@@ -107,7 +114,8 @@ def test_machine_class_thresholds_from_pyproject_override_the_marker(project):
 
         [tool.perfsuite.thresholds."NVIDIA*"]
         max_syncs_per_step = 0
-    """))
+    """)
+    )
     project.makepyfile("""
         import pytest
 
@@ -167,11 +175,13 @@ def test_knobs_the_device_cannot_run_skip_with_the_reason_and_labels_name_result
     """)
     out = run(project, "-rs", "-v")
     out.assert_outcomes(skipped=1, passed=1)
-    out.stdout.fnmatch_lines_random([
-        "*SKIPPED*amp='fp16' needs CUDA*",
-        "*test_two_runs#quiet*syncs_per_step*pass*",
-        "*perfsuite: 1 pass (2 results)*",
-    ])
+    out.stdout.fnmatch_lines_random(
+        [
+            "*SKIPPED*amp='fp16' needs CUDA*",
+            "*test_two_runs#quiet*syncs_per_step*pass*",
+            "*perfsuite: 1 pass (2 results)*",
+        ]
+    )
 
 
 def test_an_injected_fault_is_caught_by_the_same_bounds_and_marked_in_the_result(project):

@@ -31,7 +31,6 @@ settings.register_profile("dev", max_examples=50, **_COMMON)
 settings.register_profile("nightly", max_examples=1000, **_COMMON)
 
 
-
 def pytest_configure(config) -> None:
     """Load the profile unless ``--hypothesis-profile`` already did (this conftest loads after that option)."""
     if config.getoption("hypothesis_profile", None):

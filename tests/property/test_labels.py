@@ -15,7 +15,6 @@ from perfsuite.augment.recipe import PHOTOMETRIC, Recipe
 from perfsuite.augment.strategies import MIN_CELL, mask_batches
 
 
-
 @pytest.mark.parametrize("op", PHOTOMETRIC)
 def test_each_photometric_op_leaves_masks_bit_identical(check_executor, op):
     check_executor(Recipe().only(op).with_p(**{op: 1.0}), photometric_only=True)
@@ -62,7 +61,7 @@ def test_mask_dtype_change_is_reported():
 def test_strategy_draws_valid_structured_masks(batch):
     """The masks under test: uint8, labels in range or ignore, every region at least MIN_CELL px thick."""
     m = batch.masks
-    assert m.dtype == np.uint8 and 1 <= m.shape[0] and min(m.shape[1:]) >= 9
+    assert m.dtype == np.uint8 and m.shape[0] >= 1 and min(m.shape[1:]) >= 9
     assert set(np.unique(m).tolist()) <= set(range(batch.num_classes)) | {batch.ignore_index}
     for rows in (m, m.transpose(0, 2, 1)):  # runs along x, then along y
         change = np.diff(rows, axis=2) != 0

@@ -21,14 +21,20 @@ def test_executors_keep_samples_paired(check_executor):
 
 
 def test_paired_cutmix_moves_mask_with_image():
-    check_paired_augmentation(PairedCutMix(p=1.0), num_classes=NUM_CLASSES, photometric=False,
-                              mixes_samples=True, min_batch=2)
+    check_paired_augmentation(
+        PairedCutMix(p=1.0), num_classes=NUM_CLASSES, photometric=False, mixes_samples=True, min_batch=2
+    )
 
 
 def test_gpu_executor_then_paired_cutmix():
     geometry, cutmix = GpuAugment(GEOMETRY, "mask"), PairedCutMix(p=0.5)
-    check_paired_augmentation(lambda x, m: cutmix(*geometry(x, m)), num_classes=NUM_CLASSES,
-                              photometric=False, mixes_samples=True, min_batch=2)
+    check_paired_augmentation(
+        lambda x, m: cutmix(*geometry(x, m)),
+        num_classes=NUM_CLASSES,
+        photometric=False,
+        mixes_samples=True,
+        min_batch=2,
+    )
 
 
 def test_reordered_images_are_caught():

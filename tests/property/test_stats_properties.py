@@ -51,7 +51,7 @@ def test_scaling_past_the_factor_is_detected(base, other, scale):
 @given(comparisons(), st.integers(-12, 12))
 def test_units_do_not_change_the_verdict_power_of_two(pair, exponent):
     base, head = pair
-    c = 2.0 ** exponent  # exact in binary floating point: nothing may change at all
+    c = 2.0**exponent  # exact in binary floating point: nothing may change at all
     original = compare_timing(base, head)
     scaled = compare_timing([x * c for x in base], [x * c for x in head])
     assert scaled.outcome is original.outcome and scaled.p_slower == original.p_slower

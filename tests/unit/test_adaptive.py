@@ -8,7 +8,13 @@ import random
 import pytest
 
 from perfsuite.adaptive import (
-    ABOutcome, ABRule, AdaptiveAB, RunValues, decide, round_pairs, run_loop,
+    ABOutcome,
+    ABRule,
+    AdaptiveAB,
+    RunValues,
+    decide,
+    round_pairs,
+    run_loop,
 )
 from perfsuite.errors import PerfsuiteError
 
@@ -27,7 +33,7 @@ def test_a_clear_slowdown_is_regressed():
     ds = [0.10, 0.11, 0.09, 0.12, 0.095, 0.105, 0.101, 0.115, 0.098, 0.102]
     d = decide(_pairs(ds))
     assert d.outcome is ABOutcome.REGRESSED
-    assert d.p_slower == pytest.approx(1 / 2 ** 10)  # exact signed-rank: every pair slower
+    assert d.p_slower == pytest.approx(1 / 2**10)  # exact signed-rank: every pair slower
     assert d.ratio == pytest.approx(math.exp(sum(ds) / len(ds)))
 
 
@@ -87,8 +93,9 @@ def _synthetic(effects, sigma, seed, drift=0.1):
         level = rng.gauss(0, drift)  # shared by the round's four runs
         out = {}
         for test, effect in effects.items():
-            out[test] = [RunValues(10 * math.exp(level + rng.gauss(0, sigma) + (effect if side == "B" else 0)))
-                         for side in order]
+            out[test] = [
+                RunValues(10 * math.exp(level + rng.gauss(0, sigma) + (effect if side == "B" else 0))) for side in order
+            ]
         return out
 
     return measure
@@ -126,7 +133,9 @@ def test_the_budget_stops_the_loop_with_unknown_left():
 
     loop = run_loop(_synthetic({"t": math.log(1.1)}, 0.05, seed=1), seed=0, keep_going=keep_going)
     assert len(loop.orders) == 2 and loop.pending() == ["t"]
-    assert loop.tracks["t"].decision.outcome is ABOutcome.UNKNOWN and "at least 6 pairs" in loop.tracks["t"].decision.needs
+    assert (
+        loop.tracks["t"].decision.outcome is ABOutcome.UNKNOWN and "at least 6 pairs" in loop.tracks["t"].decision.needs
+    )
 
 
 def test_max_rounds_bounds_an_undecidable_test():
@@ -137,6 +146,9 @@ def test_max_rounds_bounds_an_undecidable_test():
 
 def test_a_a_false_alarms_stay_rare_on_synthetic_drift():
     """Exact count on fixed seeds: 200 synthetic A/A comparisons with round-to-round drift, 1 regressed (0.5%)."""
-    regressed = sum(run_loop(_synthetic({"t": 0.0}, 0.07, seed=s), seed=s, max_rounds=12).tracks["t"].decision.outcome
-                    is ABOutcome.REGRESSED for s in range(200))
+    regressed = sum(
+        run_loop(_synthetic({"t": 0.0}, 0.07, seed=s), seed=s, max_rounds=12).tracks["t"].decision.outcome
+        is ABOutcome.REGRESSED
+        for s in range(200)
+    )
     assert regressed == 1

@@ -52,7 +52,11 @@ def test_recipe_defaults_are_seed_000s_list():
     assert (r.flip.p, r.rotation.degrees, r.rotation.p) == (0.5, 20.0, 0.6)
     assert (r.scale.scale, r.scale.p) == ((0.8, 1.2), 0.6)
     assert (r.jitter.brightness, r.jitter.contrast, r.jitter.saturation, r.jitter.hue, r.jitter.p) == (
-        0.3, 0.2, 0.2, 0.1, 0.5,
+        0.3,
+        0.2,
+        0.2,
+        0.1,
+        0.5,
     )
     assert (r.blur.kernel_size, r.blur.sigma, r.blur.p) == (3, (0.1, 2.0), 0.3)
     assert (r.noise.std, r.noise.p) == (0.03, 0.3)
@@ -86,8 +90,12 @@ BAD_RECIPES = [
     pytest.param(lambda: Blur(kernel_size=7), "blur.kernel_size=7 must be 3 or 5", id="kernel-7"),
     pytest.param(lambda: Blur(sigma=(0.0, 2.0)), "blur.sigma=(0.0, 2.0) must be a tuple", id="sigma-zero"),
     pytest.param(lambda: Noise(std=2.0), "noise.std=2.0 must be between 0 and 1.0", id="noise-std-huge"),
-    pytest.param(lambda: Recipe(flip=0.5), "Recipe.flip=0.5 must be a Flip; write flip=Flip(...)", id="op-not-dataclass"),
-    pytest.param(lambda: Recipe().without("cutout"), "unknown augmentation op(s) ['cutout']; write one of", id="unknown-op"),
+    pytest.param(
+        lambda: Recipe(flip=0.5), "Recipe.flip=0.5 must be a Flip; write flip=Flip(...)", id="op-not-dataclass"
+    ),
+    pytest.param(
+        lambda: Recipe().without("cutout"), "unknown augmentation op(s) ['cutout']; write one of", id="unknown-op"
+    ),
     pytest.param(lambda: Recipe().with_p(blur=2), "blur.p=2 must be a probability", id="with-p-bad"),
 ]
 
@@ -228,7 +236,9 @@ def test_grayscale_jitter_skips_saturation_and_hue():
     jitter = JitterParams(brightness=1.0, contrast=1.0, saturation=0.1, hue=0.4)
     out, _ = CpuAugment(Recipe(), "none").apply(image, None, CpuParams(jitter=jitter))
     assert np.array_equal(out, image)
-    out, _ = CpuAugment(Recipe(), "none").apply(image, None, CpuParams(jitter=dataclasses.replace(jitter, brightness=0.5)))
+    out, _ = CpuAugment(Recipe(), "none").apply(
+        image, None, CpuParams(jitter=dataclasses.replace(jitter, brightness=0.5))
+    )
     assert not np.array_equal(out, image)
 
 
@@ -241,9 +251,17 @@ def test_hue_shift_changes_colour_but_not_grey():
 
 
 BAD_CALLS = [
-    pytest.param("mask", np.zeros((4, 4, 3), np.float32), np.zeros((4, 4), np.uint8), "uint8 array, got ndarray float32", id="float-image"),
+    pytest.param(
+        "mask",
+        np.zeros((4, 4, 3), np.float32),
+        np.zeros((4, 4), np.uint8),
+        "uint8 array, got ndarray float32",
+        id="float-image",
+    ),
     pytest.param("mask", np.zeros((4, 4, 4), np.uint8), np.zeros((4, 4), np.uint8), "HxWx3 uint8", id="rgba"),
-    pytest.param("mask", np.zeros((4, 4, 3), np.uint8), np.zeros((4, 5), np.uint8), "size of the image (4, 4)", id="mask-size"),
+    pytest.param(
+        "mask", np.zeros((4, 4, 3), np.uint8), np.zeros((4, 5), np.uint8), "size of the image (4, 4)", id="mask-size"
+    ),
     pytest.param("mask", np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4), np.int64), "HxW uint8 mask", id="mask-int64"),
     pytest.param("keypoints", np.zeros((4, 4, 3), np.uint8), np.zeros((3,)), "(K, 2) array of (x, y)", id="kp-shape"),
 ]
@@ -279,7 +297,11 @@ def run(aug: CpuAugment, n: int = 5) -> list[np.ndarray]:
 
 
 def test_same_seed_same_augmentations_different_seed_different():
-    a, b, c = run(CpuAugment(ALWAYS, "mask", seed=7)), run(CpuAugment(ALWAYS, "mask", seed=7)), run(CpuAugment(ALWAYS, "mask", seed=8))
+    a, b, c = (
+        run(CpuAugment(ALWAYS, "mask", seed=7)),
+        run(CpuAugment(ALWAYS, "mask", seed=7)),
+        run(CpuAugment(ALWAYS, "mask", seed=8)),
+    )
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert not any(np.array_equal(x, z) for x, z in zip(a, c))
 

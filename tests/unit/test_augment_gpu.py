@@ -12,8 +12,8 @@ import torch
 from perfsuite.augment.cpu import CpuAugment, CpuParams
 from perfsuite.augment.gpu import GpuAugment
 from perfsuite.augment.recipe import OPS, Recipe, Rotation
-from perfsuite.probes.syncs import SyncProbe
 from perfsuite.errors import AugmentationError
+from perfsuite.probes.syncs import SyncProbe
 
 B, H, W = 3, 21, 34  # odd and non-square on purpose
 ALWAYS = Recipe().with_p(**{name: 1.0 for name in OPS})
@@ -43,7 +43,7 @@ def test_each_op_and_the_full_recipe_keep_shape_dtype_and_range(op, channels):
     x, m = images(c=channels), masks()
     out, out_mask = GpuAugment(recipe, "mask")(x, m)
     assert out.shape == x.shape and out.dtype == x.dtype
-    assert 0.0 <= out.min() and out.max() <= 1.0
+    assert out.min() >= 0.0 and out.max() <= 1.0
     assert out_mask.shape == m.shape and out_mask.dtype == torch.long
     assert labels(out_mask) <= labels(m) | {255}
     if op != "jitter" or channels == 3:  # jitter on gray only scales brightness/contrast, still visible
@@ -228,8 +228,9 @@ def test_rotation_matches_kornia_rotate(angle):
     """Counter-clockwise angles about ((W-1)/2, (H-1)/2), as kornia.geometry.transform.rotate."""
     x = images(1, 3, 15, 15)
     aug = GpuAugment(Recipe(rotation=Rotation(degrees=180.0, p=1.0)).only("rotation"), "none")
-    ours, _ = aug._geometry(x, None, {"flip": torch.tensor([False]), "angle": torch.tensor([angle]),
-                                      "scale": torch.tensor([1.0])})
+    ours, _ = aug._geometry(
+        x, None, {"flip": torch.tensor([False]), "angle": torch.tensor([angle]), "scale": torch.tensor([1.0])}
+    )
     expected = kornia.geometry.transform.rotate(x, torch.tensor([angle]))
     inner = (slice(None), slice(None), slice(3, 12), slice(3, 12))  # away from the zero-padded corners
     torch.testing.assert_close(ours[inner], expected[inner], atol=1e-4, rtol=0)
@@ -282,8 +283,9 @@ def test_gpu_augmentation_adds_no_syncs_to_a_training_step():
     from perfsuite.runner import RunSpec, run
 
     def syncs(aug: str):  # type: ignore[no-untyped-def]
-        spec = RunSpec("face_parsing", knobs=Knobs.from_flat(aug=aug, num_workers=0), steps=2, warmup=1,
-                       observe_steps=2)
+        spec = RunSpec(
+            "face_parsing", knobs=Knobs.from_flat(aug=aug, num_workers=0), steps=2, warmup=1, observe_steps=2
+        )
         return run(spec).metric("syncs_per_step")
 
     gpu, none = syncs("gpu"), syncs("none")

@@ -14,18 +14,37 @@ from perfsuite.baselines import BaselineStore, read_baseline_file, safe_filename
 from perfsuite.errors import BaselineError
 from perfsuite.results import Fingerprint, Metric, Result
 
-FP = Fingerprint(device="cpu", gpu_model=None, gpu_count=0, driver=None, cuda=None, torch="2.13.0", kornia=None,
-                 python="3.11.7", cpu_model="Test CPU", cpu_cores=2, platform="Linux")
+FP = Fingerprint(
+    device="cpu",
+    gpu_model=None,
+    gpu_count=0,
+    driver=None,
+    cuda=None,
+    torch="2.13.0",
+    kornia=None,
+    python="3.11.7",
+    cpu_model="Test CPU",
+    cpu_cores=2,
+    platform="Linux",
+)
 OTHER = dataclasses.replace(FP, gpu_model="NVIDIA H100 80GB HBM3", cuda="12.4", device="cuda")
 TEST_ID = "tests/perf/test_x.py::test_a[cpu-2]"
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 
 
 def make_result(fingerprint=FP, step_ms=(10.0, 11.0, 9.5)) -> Result:
-    return Result(workload="w", scale="smoke", knobs={"num_workers": 2},
-                  metrics={"syncs_per_step": Metric("syncs_per_step", 0)}, samples={"step_ms": list(step_ms)},
-                  fingerprint=fingerprint, batch_size=8, steps=len(step_ms), warmup=1,
-                  created="2025-01-01T00:00:00+00:00")
+    return Result(
+        workload="w",
+        scale="smoke",
+        knobs={"num_workers": 2},
+        metrics={"syncs_per_step": Metric("syncs_per_step", 0)},
+        samples={"step_ms": list(step_ms)},
+        fingerprint=fingerprint,
+        batch_size=8,
+        steps=len(step_ms),
+        warmup=1,
+        created="2025-01-01T00:00:00+00:00",
+    )
 
 
 def test_path_is_under_fingerprint_key_with_a_safe_name(tmp_path):
@@ -73,12 +92,16 @@ def test_missing_is_none(tmp_path):
     assert BaselineStore(tmp_path / "nowhere").load_any(TEST_ID) is None
 
 
-@pytest.mark.parametrize("content,match", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "not a baseline file"),
-    ('{"schema_version": 99, "test_id": "x", "result": {}}', "schema_version=99"),
-    ('{"schema_version": 1, "test_id": "x", "result": {"schema_version": 1}}', "unreadable result"),
-], ids=["syntax", "not-object", "schema", "result"])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not a baseline file"),
+        ('{"schema_version": 99, "test_id": "x", "result": {}}', "schema_version=99"),
+        ('{"schema_version": 1, "test_id": "x", "result": {"schema_version": 1}}', "unreadable result"),
+    ],
+    ids=["syntax", "not-object", "schema", "result"],
+)
 def test_corrupt_file_error_names_the_path(tmp_path, content, match):
     store = BaselineStore(tmp_path)
     path = store.path_for(FP, TEST_ID)
@@ -116,7 +139,8 @@ def test_entries_list_keys_and_ids(tmp_path):
     store.save(make_result(), "t::a")
     store.save(make_result(OTHER), "t::a")
     assert [(e.key, e.test_id) for e in store.entries()] == sorted(
-        [(FP.key(), "t::a"), (FP.key(), "t::b"), (OTHER.key(), "t::a")])
+        [(FP.key(), "t::a"), (FP.key(), "t::b"), (OTHER.key(), "t::a")]
+    )
     assert [e.test_id for e in store.entries(OTHER.key())] == ["t::a"]
     assert BaselineStore(tmp_path / "none").entries() == []
 

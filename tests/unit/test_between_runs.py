@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from perfsuite.baselines import BaselineStore
@@ -40,9 +39,17 @@ def test_fewer_than_three_runs_use_the_single_run_rule():
 
 def _result(level, seed=0):
     steps = _run(level)
-    return Result(workload="w", scale="smoke", knobs={}, metrics={"step_ms": Metric("step_ms", sorted(steps)[15], "ms")},
-                  samples={"step_ms": steps}, fingerprint=Fingerprint.collect("cpu"), batch_size=8, steps=30,
-                  warmup=0)
+    return Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics={"step_ms": Metric("step_ms", sorted(steps)[15], "ms")},
+        samples={"step_ms": steps},
+        fingerprint=Fingerprint.collect("cpu"),
+        batch_size=8,
+        steps=30,
+        warmup=0,
+    )
 
 
 def test_store_keeps_the_newest_runs_oldest_first(tmp_path):

@@ -58,11 +58,15 @@ def test_other_machine_is_bad_input_unless_forced():
     assert code == 0
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["missing.json", "head_same.json"], "does not exist"),
-    (["base.json", "head_same.json", "--factor", "0.9"], "above 1"),
-    (["base.json", "."], "a file with a file"),
-], ids=["missing", "factor", "file-vs-dir"])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["missing.json", "head_same.json"], "does not exist"),
+        (["base.json", "head_same.json", "--factor", "0.9"], "above 1"),
+        (["base.json", "."], "a file with a file"),
+    ],
+    ids=["missing", "factor", "file-vs-dir"],
+)
 def test_bad_input_exits_2_with_message(argv, match):
     code, _, err = run([DATA / a for a in argv[:2]] + argv[2:])
     assert code == 2 and match in err
@@ -87,8 +91,12 @@ def test_directories_match_by_test_id(tmp_path):
     head_store.save(same, "t::added")
     verdicts = compare_paths(tmp_path / "base", tmp_path / "head")
     step = {v.test_id: v.outcome for v in verdicts if v.metric in ("step_ms", "*")}
-    assert step == {"t::added": Outcome.NEW, "t::kept": Outcome.UNCHANGED, "t::removed": Outcome.UNAVAILABLE,
-                    "t::slowed": Outcome.REGRESSED}
+    assert step == {
+        "t::added": Outcome.NEW,
+        "t::kept": Outcome.UNCHANGED,
+        "t::removed": Outcome.UNAVAILABLE,
+        "t::slowed": Outcome.REGRESSED,
+    }
     assert main_compare([str(tmp_path / "base"), str(tmp_path / "head"), "--json"]) == 1
 
 
@@ -104,8 +112,15 @@ def test_compare_does_not_import_torch_or_matplotlib():
     import subprocess
     import sys
 
-    code = ("import sys, perfsuite.compare, perfsuite.report, perfsuite.verdicts, perfsuite.baselines; "
-            "print(sorted(m for m in ('torch', 'matplotlib', 'scipy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2]).stdout
+    code = (
+        "import sys, perfsuite.compare, perfsuite.report, perfsuite.verdicts, perfsuite.baselines; "
+        "print(sorted(m for m in ('torch', 'matplotlib', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
     assert out.strip() == "[]"

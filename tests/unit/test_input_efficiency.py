@@ -11,9 +11,17 @@ from perfsuite.runner import RunSpec, input_band, input_efficiency, run
 from perfsuite.verdicts import Outcome, check_thresholds, parse_threshold
 
 
-@pytest.mark.parametrize("wait,band", [(0.0, "not input-bound"), (0.0499, "not input-bound"),
-                                       (0.05, "moderately input-bound"), (0.1999, "moderately input-bound"),
-                                       (0.2, "highly input-bound"), (0.9, "highly input-bound")])
+@pytest.mark.parametrize(
+    "wait,band",
+    [
+        (0.0, "not input-bound"),
+        (0.0499, "not input-bound"),
+        (0.05, "moderately input-bound"),
+        (0.1999, "moderately input-bound"),
+        (0.2, "highly input-bound"),
+        (0.9, "highly input-bound"),
+    ],
+)
 def test_tensorflow_bands(wait, band):
     assert input_band(wait) == band
 
@@ -37,16 +45,27 @@ def test_bound_by_min_input_efficiency():
     from perfsuite.results import Fingerprint, Metric, Result
 
     threshold = parse_threshold("min_input_efficiency", 0.9)
-    result = Result(workload="w", scale="smoke", knobs={}, metrics={"input_efficiency": Metric("input_efficiency", 0.5)},
-                    samples={}, fingerprint=Fingerprint.collect("cpu"), batch_size=8, steps=2, warmup=0)
+    result = Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics={"input_efficiency": Metric("input_efficiency", 0.5)},
+        samples={},
+        fingerprint=Fingerprint.collect("cpu"),
+        batch_size=8,
+        steps=2,
+        warmup=0,
+    )
     (v,) = check_thresholds(result, "t", [threshold])
     assert v.outcome is Outcome.FAIL and v.message == "input_efficiency 0.5 < 0.9"
 
 
 def _run(sol_steps):
     knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=2, device="cpu")
-    return run(RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=1, observe_steps=4, sol_steps=sol_steps),
-               probes=[SyncProbe()])
+    return run(
+        RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=1, observe_steps=4, sol_steps=sol_steps),
+        probes=[SyncProbe()],
+    )
 
 
 @pytest.mark.slow

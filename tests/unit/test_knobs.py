@@ -20,10 +20,16 @@ BAD = [
     pytest.param({"num_workers": 2.0}, "num_workers=2.0 must be an integer", id="workers-float"),
     pytest.param({"num_workers": True}, "num_workers=True must be an integer", id="workers-bool"),
     pytest.param({"pin_memory": "yes"}, "pin_memory='yes' must be True or False", id="pin-memory-str"),
-    pytest.param({"num_workers": 0, "prefetch_factor": 2}, "prefetch_factor=2 needs worker processes",
-                 id="prefetch-without-workers"),
-    pytest.param({"num_workers": 0, "persistent_workers": True}, "persistent_workers=True needs worker processes",
-                 id="persistent-without-workers"),
+    pytest.param(
+        {"num_workers": 0, "prefetch_factor": 2},
+        "prefetch_factor=2 needs worker processes",
+        id="prefetch-without-workers",
+    ),
+    pytest.param(
+        {"num_workers": 0, "persistent_workers": True},
+        "persistent_workers=True needs worker processes",
+        id="persistent-without-workers",
+    ),
     pytest.param({"prefetch_factor": 0}, "prefetch_factor=0 is below 1", id="prefetch-zero"),
     pytest.param({"batch_size": 0}, "batch_size=0 is below 1", id="batch-zero"),
     pytest.param({"log_interval": -2}, "log_interval=-2 is below 0", id="log-interval-negative"),
@@ -42,8 +48,18 @@ def test_bad_knob_is_refused_with_its_fix(flat: dict, message: str) -> None:
 
 
 def test_flat_round_trip_keeps_every_knob() -> None:
-    knobs = Knobs.from_flat(aug="cpu", num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4,
-                            amp="bf16", compile="default", log_interval=1, fused=True, device="cpu")
+    knobs = Knobs.from_flat(
+        aug="cpu",
+        num_workers=4,
+        pin_memory=True,
+        persistent_workers=True,
+        prefetch_factor=4,
+        amp="bf16",
+        compile="default",
+        log_interval=1,
+        fused=True,
+        device="cpu",
+    )
     flat = knobs.flat()
     assert set(flat) == set(FLAT_KNOBS) | {"device"}
     assert Knobs.from_flat(**flat) == knobs

@@ -20,14 +20,18 @@ def test_readme_metrics_table_is_generated_from_the_registry() -> None:
     assert table == metrics.render_table(), "README's metrics table is stale: regenerate it from metrics.render_table()"
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"kind": "exactish"}, "kind='exactish'"),
-    ({"better": "up"}, "better='up'"),
-    ({"kind": "label", "better": "lower"}, "a label has no better direction"),
-    ({"kind": "timing"}, "names its samples key"),
-    ({"tolerance": -1.0}, "tolerance=-1.0"),
-    ({"name": "not a name"}, "must be an identifier"),
-], ids=["kind", "better", "label-direction", "timing-samples", "tolerance", "name"])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"kind": "exactish"}, "kind='exactish'"),
+        ({"better": "up"}, "better='up'"),
+        ({"kind": "label", "better": "lower"}, "a label has no better direction"),
+        ({"kind": "timing"}, "names its samples key"),
+        ({"tolerance": -1.0}, "tolerance=-1.0"),
+        ({"name": "not a name"}, "must be an identifier"),
+    ],
+    ids=["kind", "better", "label-direction", "timing-samples", "tolerance", "name"],
+)
 def test_bad_declarations_say_what_to_write(kwargs, match) -> None:
     fields = {"name": "my_metric", "unit": "x", "kind": "exact", "better": "lower", "family": "mine", "probe": "mine"}
     with pytest.raises(PerfsuiteError, match=match):

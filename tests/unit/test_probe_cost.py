@@ -18,7 +18,9 @@ TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
 
 def _measure(step, model=None, steps: int = 2, probe=None):  # type: ignore[no-untyped-def]
     probe = probe or CostProbe()
-    probe.setup(SimpleNamespace(device="cpu", observe_steps=steps, knobs=Knobs(), pipeline=SimpleNamespace(model=model)))
+    probe.setup(
+        SimpleNamespace(device="cpu", observe_steps=steps, knobs=Knobs(), pipeline=SimpleNamespace(model=model))
+    )
     for _ in range(steps):
         with probe.observe():
             step()

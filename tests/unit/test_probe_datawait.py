@@ -24,8 +24,9 @@ def test_no_fetch_times_is_unavailable_with_a_reason() -> None:
 
 
 def test_epoch_start_fetches_are_their_own_samples() -> None:
-    timings = WindowTimings(start_s=0.0, end_s=1.0, steps=3, batch_size=1, fetch_s=[0.1, 0.01, 0.2],
-                            epoch_fetch_ms=[100.0, 200.0])
+    timings = WindowTimings(
+        start_s=0.0, end_s=1.0, steps=3, batch_size=1, fetch_s=[0.1, 0.01, 0.2], epoch_fetch_ms=[100.0, 200.0]
+    )
     epoch = DataWaitProbe().metrics(timings)[0]
     assert epoch.name == "epoch_fetch_ms" and epoch.value == 150.0 and epoch.detail["epochs_started"] == 2
 
@@ -34,6 +35,7 @@ def test_epoch_start_fetches_are_their_own_samples() -> None:
 def test_cpu_augmentation_in_the_main_process_waits_more_than_a_prefetching_loader() -> None:
     """Seeds 000/003: per-sample CPU augmentation with no workers starves the step; workers that only
     decode, prefetching ahead while augmentation runs batched in the step, do not."""
+
     def wait(**knobs: object) -> float:
         spec = RunSpec("captcha_slider", knobs=Knobs.from_flat(**knobs), steps=4, warmup=1, observe_steps=0)
         return run(spec, probes=[DataWaitProbe()]).value("data_wait_frac")

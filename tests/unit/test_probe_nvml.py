@@ -12,15 +12,25 @@ from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.nvml import NvmlProbe, NvmlSampler, nvml_target
 
 TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
-VALUES = {"gpu_util": 0.5, "power_w": 300.0, "mem_mb": 2048.0, "sm_clock_mhz": 1800, "temp_c": 70,
-          "throttle": 0x4 | 0x1}
+VALUES = {
+    "gpu_util": 0.5,
+    "power_w": 300.0,
+    "mem_mb": 2048.0,
+    "sm_clock_mhz": 1800,
+    "temp_c": 70,
+    "throttle": 0x4 | 0x1,
+}
 
 
 class FakeNvml:
     """A device that answers every field, except those in ``missing``; ``fail_ticks`` fail entirely."""
 
-    def __init__(self, missing: tuple[str, ...] = (), fail_ticks: tuple[int, ...] = (),
-                 buffered: list[tuple[int, float]] | None = None) -> None:
+    def __init__(
+        self,
+        missing: tuple[str, ...] = (),
+        fail_ticks: tuple[int, ...] = (),
+        buffered: list[tuple[int, float]] | None = None,
+    ) -> None:
         self.missing, self.fail_ticks, self.buffered = missing, fail_ticks, buffered
         self.reads: dict[str, int] = {}
         self.closed = 0
@@ -130,12 +140,17 @@ def test_off_cuda_every_gpu_metric_is_unavailable_with_a_reason() -> None:
     assert probe.timeline() == {}
 
 
-@pytest.mark.parametrize(("error", "reason"), [
-    (ImportError("No module named 'pynvml'"), "nvidia-ml-py"),
-    (RuntimeError("NVML Shared Library Not Found"), "no NVML: RuntimeError: NVML Shared Library Not Found"),
-], ids=["no-pynvml", "no-driver"])
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (ImportError("No module named 'pynvml'"), "nvidia-ml-py"),
+        (RuntimeError("NVML Shared Library Not Found"), "no NVML: RuntimeError: NVML Shared Library Not Found"),
+    ],
+    ids=["no-pynvml", "no-driver"],
+)
 def test_without_nvml_metrics_are_unavailable_not_an_exception(
-        error: Exception, reason: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    error: Exception, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def factory(target):  # type: ignore[no-untyped-def]
         raise error
 
@@ -155,15 +170,19 @@ def test_the_real_backend_without_a_driver_is_unavailable(monkeypatch: pytest.Mo
     assert all(m.value is None and m.reason.startswith("no NVML") for m in metrics.values())
 
 
-@pytest.mark.parametrize(("index", "visible", "uuid", "expected"), [
-    (0, None, None, ("index", 0)),
-    (1, None, None, ("index", 1)),
-    (0, "2,3", None, ("index", 2)),
-    (1, "2,3", None, ("index", 3)),
-    (0, "GPU-8f3c,1", None, ("uuid", "GPU-8f3c")),
-    (1, "0", "5e0f2c1a-0000-1111-2222-333344445555", ("uuid", "GPU-5e0f2c1a-0000-1111-2222-333344445555")),
-    (0, "MIG-abc", "MIG-abc", ("uuid", "MIG-abc")),
-], ids=["default", "second", "visible-index", "visible-second", "visible-uuid", "torch-uuid-wins", "mig"])
+@pytest.mark.parametrize(
+    ("index", "visible", "uuid", "expected"),
+    [
+        (0, None, None, ("index", 0)),
+        (1, None, None, ("index", 1)),
+        (0, "2,3", None, ("index", 2)),
+        (1, "2,3", None, ("index", 3)),
+        (0, "GPU-8f3c,1", None, ("uuid", "GPU-8f3c")),
+        (1, "0", "5e0f2c1a-0000-1111-2222-333344445555", ("uuid", "GPU-5e0f2c1a-0000-1111-2222-333344445555")),
+        (0, "MIG-abc", "MIG-abc", ("uuid", "MIG-abc")),
+    ],
+    ids=["default", "second", "visible-index", "visible-second", "visible-uuid", "torch-uuid-wins", "mig"],
+)
 def test_torch_device_maps_to_the_right_nvml_device(index, visible, uuid, expected) -> None:  # type: ignore
     assert nvml_target(index, visible, uuid) == expected
 

@@ -73,28 +73,33 @@ def test_two_reads_per_step_are_two_syncs_each_with_its_site() -> None:
     metric = _observe(SyncProbe(), step)
     assert metric.value == 2.0
     assert sorted(s["site"] for s in metric.detail["sites"]) == sorted(
-        f"tests/unit/test_probe_syncs.py:{_line_of(f'loss.item()  # {which} read')}" for which in ("first", "second"))
+        f"tests/unit/test_probe_syncs.py:{_line_of(f'loss.item()  # {which} read')}" for which in ("first", "second")
+    )
     assert {s["per_step"] for s in metric.detail["sites"]} == {1.0}
 
 
 x = torch.tensor([1.0, -2.0, 3.0])
 
 
-@pytest.mark.parametrize(("op", "call"), [
-    ("Tensor.item", lambda: x.sum().item()),
-    ("Tensor.tolist", lambda: x.tolist()),
-    ("Tensor.cpu", lambda: x.cpu()),
-    ("Tensor.numpy", lambda: x.numpy()),
-    ("Tensor.__bool__", lambda: bool(x.sum() > 0)),
-    ("Tensor.__float__", lambda: float(x.sum())),
-    ("Tensor.nonzero", lambda: x.nonzero()),
-    ("torch.nonzero", lambda: torch.nonzero(x)),
-    ("Tensor.unique", lambda: x.unique()),
-    ("torch.unique", lambda: torch.unique(x)),
-    ("torch.masked_select", lambda: torch.masked_select(x, x > 0)),
-    ("Tensor.__getitem__[bool mask]", lambda: x[x > 0]),
-    ("torch.where(cond)", lambda: torch.where(x > 0)),
-], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("op", "call"),
+    [
+        ("Tensor.item", lambda: x.sum().item()),
+        ("Tensor.tolist", lambda: x.tolist()),
+        ("Tensor.cpu", lambda: x.cpu()),
+        ("Tensor.numpy", lambda: x.numpy()),
+        ("Tensor.__bool__", lambda: bool(x.sum() > 0)),
+        ("Tensor.__float__", lambda: float(x.sum())),
+        ("Tensor.nonzero", lambda: x.nonzero()),
+        ("torch.nonzero", lambda: torch.nonzero(x)),
+        ("Tensor.unique", lambda: x.unique()),
+        ("torch.unique", lambda: torch.unique(x)),
+        ("torch.masked_select", lambda: torch.masked_select(x, x > 0)),
+        ("Tensor.__getitem__[bool mask]", lambda: x[x > 0]),
+        ("torch.where(cond)", lambda: torch.where(x > 0)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_each_sync_forcing_op_counts_once(op: str, call) -> None:  # type: ignore[no-untyped-def]
     metric = _observe(SyncProbe(), call, steps=2)
     assert metric.value == 1.0
@@ -135,8 +140,11 @@ def test_observing_a_compiled_model_does_not_recompile_it() -> None:
     assert compile_probe.metrics(TIMINGS)[1].value == 0  # recompiles
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the profiler/sync-debug-mode path "
-                    "counts real host-device syncs, including explicit torch.cuda.synchronize()")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="needs CUDA: the profiler/sync-debug-mode path "
+    "counts real host-device syncs, including explicit torch.cuda.synchronize()",
+)
 def test_cuda_counts_real_syncs_including_explicit_synchronize() -> None:
     loss = torch.ones((), device="cuda")
 
@@ -168,5 +176,7 @@ def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
     metric = _observe(SyncProbe(), step, steps=2)
     assert metric.value == 2.0
     sites = {(s["op"], s["site"].rsplit(":", 1)[1]) for s in metric.detail["sites"]}
-    assert sites == {("Tensor.__repr__", str(_line_of("# planted: print"))),
-                     ("Tensor.__format__", str(_line_of("# planted: format")))}
+    assert sites == {
+        ("Tensor.__repr__", str(_line_of("# planted: print"))),
+        ("Tensor.__format__", str(_line_of("# planted: format"))),
+    }

@@ -8,15 +8,34 @@ from perfsuite.report import format_markdown, format_terminal, ordered, summary_
 from perfsuite.results import Fingerprint, Result
 from perfsuite.verdicts import Outcome, Verdict
 
-FP = Fingerprint(device="cpu", gpu_model=None, gpu_count=0, driver=None, cuda=None, torch="2.13.0", kornia=None,
-                 python="3.11.7", cpu_model="Test CPU", cpu_cores=2, platform="Linux")
+FP = Fingerprint(
+    device="cpu",
+    gpu_model=None,
+    gpu_count=0,
+    driver=None,
+    cuda=None,
+    torch="2.13.0",
+    kornia=None,
+    python="3.11.7",
+    cpu_model="Test CPU",
+    cpu_cores=2,
+    platform="Linux",
+)
 
 VERDICTS = [
     Verdict("tests/perf/test_a.py::test_x[cpu]", "step_ms", 10.0, 10.1, 1.01, Outcome.UNCHANGED, "same"),
     Verdict("tests/perf/test_a.py::test_y", "syncs_per_step", 0, 2, None, Outcome.REGRESSED, "syncs_per_step 0 -> 2"),
     Verdict("t::z", "step_ms", 10.0, 10.9, 1.09, Outcome.INCONCLUSIVE, "noisy | drifting"),
-    Verdict("t::w", "max_data_wait_frac", 0.05, 0.62, 12.4, Outcome.FAIL, "data_wait_frac 0.62 > 0.05",
-            cause="data-bound: augmentation on CPU workers"),
+    Verdict(
+        "t::w",
+        "max_data_wait_frac",
+        0.05,
+        0.62,
+        12.4,
+        Outcome.FAIL,
+        "data_wait_frac 0.62 > 0.05",
+        cause="data-bound: augmentation on CPU workers",
+    ),
     Verdict("t::v", "step_ms", 10.0, 8.0, 0.8, Outcome.IMPROVED, "faster"),
     Verdict("t::u", "step_ms", 10.0, 10.0, 1.0, Outcome.UNCHANGED, "same"),
 ]
@@ -53,8 +72,9 @@ def test_terminal_table_is_fixed_width_and_cuts_long_ids_from_the_left():
     assert all(len(line) <= 100 for line in lines)
     assert lines[-1].startswith("...") and "test_case[cpu-2]" in lines[-1]
     ratio_col = lines[0].index("ratio") + len("ratio")
-    assert all(line[:ratio_col].endswith(("x1.010", "-", "x1.090", "x12.400", "x0.800", "x1.000"))
-               for line in lines[2:])
+    assert all(
+        line[:ratio_col].endswith(("x1.010", "-", "x1.090", "x12.400", "x0.800", "x1.000")) for line in lines[2:]
+    )
 
 
 def test_json_is_a_list_of_verdict_dicts():
@@ -63,12 +83,22 @@ def test_json_is_a_list_of_verdict_dicts():
 
 
 def test_png_has_bars_and_timeline_panel(tmp_path):
-    result = Result(workload="w", scale="smoke", knobs={}, metrics={}, samples={}, fingerprint=FP, batch_size=1,
-                    steps=0, warmup=0, timeline={"t_s": [0.0, 1.0, 2.0], "gpu_util": [10.0, 90.0, 80.0],
-                                                 "power_w": [50.0, 300.0, 280.0]})
+    result = Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics={},
+        samples={},
+        fingerprint=FP,
+        batch_size=1,
+        steps=0,
+        warmup=0,
+        timeline={"t_s": [0.0, 1.0, 2.0], "gpu_util": [10.0, 90.0, 80.0], "power_w": [50.0, 300.0, 280.0]},
+    )
     plain = write_png(VERDICTS, tmp_path / "plain.png")
     with_timeline = write_png(VERDICTS, tmp_path / "timeline.png", {"t::z": result})
     for path in (plain, with_timeline):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image as mpimg
+
     assert mpimg.imread(with_timeline).shape[0] > mpimg.imread(plain).shape[0]  # the extra panel

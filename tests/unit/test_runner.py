@@ -24,6 +24,7 @@ def _run(name: str, steps: int = 2, **flat):
     return run(RunSpec(name, knobs=Knobs.from_flat(**flat), steps=steps, warmup=1, observe_steps=0), probes=[])
 
 
+@pytest.mark.slow  # a real training run
 @pytest.mark.parametrize("aug", ["cpu", "gpu", "none"])
 @pytest.mark.parametrize("name", NAMES)
 def test_every_workload_runs_with_every_augmentation_path(name: str, aug: str) -> None:
@@ -34,10 +35,14 @@ def test_every_workload_runs_with_every_augmentation_path(name: str, aug: str) -
     assert result.value("samples_per_s") > 0
 
 
+@pytest.mark.slow  # a real training run
 @pytest.mark.parametrize("name", NAMES)
 def test_every_workload_trains_in_bf16_on_cpu(name: str) -> None:
-    pipeline = build_pipeline(get_workload(name), get_workload(name).scale("smoke"),
-                              Knobs.from_flat(amp="bf16", num_workers=0, log_interval=1))
+    pipeline = build_pipeline(
+        get_workload(name),
+        get_workload(name).scale("smoke"),
+        Knobs.from_flat(amp="bf16", num_workers=0, log_interval=1),
+    )
     batch = next(iter(pipeline.loader))
     x, _ = pipeline.to_device(batch)
     with pipeline.autocast():
@@ -48,6 +53,7 @@ def test_every_workload_trains_in_bf16_on_cpu(name: str) -> None:
     assert len(pipeline.loss_log) == 1
 
 
+@pytest.mark.slow  # a real training run
 @pytest.mark.parametrize("workers", [0, 2])
 def test_loader_workers_are_real_processes_and_runs_cross_epochs(workers: int) -> None:
     # gray_classifier smoke: 96 samples / batch 32 = 3 batches per epoch, so 7 steps cross two epochs.
@@ -58,8 +64,9 @@ def test_loader_workers_are_real_processes_and_runs_cross_epochs(workers: int) -
 
 def test_knobs_reach_the_dataloader() -> None:
     w = get_workload("face_parsing")
-    knobs = Knobs.from_flat(num_workers=2, persistent_workers=True, prefetch_factor=3, drop_last=False,
-                            batch_size=4, aug="cpu")
+    knobs = Knobs.from_flat(
+        num_workers=2, persistent_workers=True, prefetch_factor=3, drop_last=False, batch_size=4, aug="cpu"
+    )
     p = build_pipeline(w, w.scale("smoke"), knobs)
     assert (p.loader.num_workers, p.loader.persistent_workers, p.loader.prefetch_factor) == (2, True, 3)
     assert p.loader.batch_size == 4 and p.loader.drop_last is False
@@ -72,6 +79,7 @@ def test_gpu_placement_augments_on_the_device_not_in_workers() -> None:
     assert p.gpu_augment is not None and p.loader.dataset.augment is None
 
 
+@pytest.mark.slow  # a real training run
 def test_log_interval_reads_the_loss_exactly_when_asked() -> None:
     w = get_workload("gray_classifier")
     p = build_pipeline(w, w.scale("smoke"), Knobs.from_flat(num_workers=0, log_interval=3, aug="none"))
@@ -89,6 +97,7 @@ def test_fused_optimizer_knob_reaches_adamw() -> None:
     assert not plain.optimizer.defaults.get("fused")
 
 
+@pytest.mark.slow  # a real training run
 def test_cuda_only_knobs_on_cpu_are_recorded_as_notes() -> None:
     result = _run("gray_classifier", aug="none", num_workers=0, pin_memory=True)
     assert result.knobs["pin_memory"] is False
@@ -100,6 +109,7 @@ def test_mixup_on_masks_is_refused_before_anything_runs() -> None:
         _run("face_parsing", mixup=0.5)
 
 
+@pytest.mark.slow  # a real training run
 def test_cutmix_runs_for_segmentation_and_is_refused_for_keypoints() -> None:
     assert _run("face_parsing", cutmix=1.0, num_workers=0).knobs["cutmix"] == 1.0
     with pytest.raises(AugmentationError, match="cutmix=1.0 on captcha_slider"):

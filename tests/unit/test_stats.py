@@ -50,11 +50,15 @@ def test_all_tied_is_no_evidence():
     assert mann_whitney_u([5.0] * 6, [5.0] * 9, "greater").p_value == 1.0
 
 
-@pytest.mark.parametrize("x,y,alternative,match", [
-    ([1.0], [], "greater", "both sides"),
-    ([1.0, float("nan")], [2.0], "greater", "NaN"),
-    ([1.0], [2.0], "bigger", "two-sided, greater, less"),
-], ids=["empty", "nan", "bad-alternative"])
+@pytest.mark.parametrize(
+    "x,y,alternative,match",
+    [
+        ([1.0], [], "greater", "both sides"),
+        ([1.0, float("nan")], [2.0], "greater", "NaN"),
+        ([1.0], [2.0], "bigger", "two-sided, greater, less"),
+    ],
+    ids=["empty", "nan", "bad-alternative"],
+)
 def test_mann_whitney_rejects_bad_input(x, y, alternative, match):
     with pytest.raises(ValueError, match=match):
         mann_whitney_u(x, y, alternative)
@@ -82,10 +86,14 @@ def test_bootstrap_needs_positive_samples():
         bootstrap_ratio_ci([1.0, 0.0, 2.0], [1.0, 2.0, 3.0])
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"confidence": 1.0}, "between 0 and 1"),
-    ({"resamples": 10}, "too few"),
-], ids=["confidence", "resamples"])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"confidence": 1.0}, "between 0 and 1"),
+        ({"resamples": 10}, "too few"),
+    ],
+    ids=["confidence", "resamples"],
+)
 def test_bootstrap_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         bootstrap_ratio_ci([1.0, 2.0], [1.0, 2.0], **kwargs)

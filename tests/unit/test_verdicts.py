@@ -10,20 +10,49 @@ import pytest
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite.results import Fingerprint, Metric, Result
 from perfsuite.verdicts import (
-    AtLeast, AtMost, Equals, Outcome, Verdict, block_medians, compare_results, compare_timing,
-    known_threshold_names, parse_threshold, parse_thresholds,
+    AtLeast,
+    AtMost,
+    Equals,
+    Outcome,
+    Verdict,
+    block_medians,
+    compare_results,
+    compare_timing,
+    known_threshold_names,
+    parse_threshold,
+    parse_thresholds,
 )
 
-FP = Fingerprint(device="cpu", gpu_model=None, gpu_count=0, driver=None, cuda=None, torch="2.13.0", kornia=None,
-                 python="3.11.7", cpu_model="Test CPU", cpu_cores=2, platform="Linux")
+FP = Fingerprint(
+    device="cpu",
+    gpu_model=None,
+    gpu_count=0,
+    driver=None,
+    cuda=None,
+    torch="2.13.0",
+    kornia=None,
+    python="3.11.7",
+    cpu_model="Test CPU",
+    cpu_cores=2,
+    platform="Linux",
+)
 
 
 def make_result(step_ms=(), fingerprint=FP, samples=None, **metrics) -> Result:
     ms = {name: v if isinstance(v, Metric) else Metric(name, v) for name, v in metrics.items()}
     if step_ms:
         ms.setdefault("step_ms", Metric("step_ms", float(np.median(step_ms)), "ms"))
-    return Result(workload="w", scale="smoke", knobs={}, metrics=ms, samples={"step_ms": list(step_ms), **(samples or {})},
-                  fingerprint=fingerprint, batch_size=8, steps=len(step_ms), warmup=0)
+    return Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics=ms,
+        samples={"step_ms": list(step_ms), **(samples or {})},
+        fingerprint=fingerprint,
+        batch_size=8,
+        steps=len(step_ms),
+        warmup=0,
+    )
 
 
 def noisy(level: float, n: int = 30, spread: float = 0.03, seed: int = 0) -> list[float]:
@@ -32,32 +61,40 @@ def noisy(level: float, n: int = 30, spread: float = 0.03, seed: int = 0) -> lis
 
 # ----------------------------------------------------------------------------- thresholds
 
-@pytest.mark.parametrize("name,bound,cls,metric", [
-    ("min_samples_per_s", 100, AtLeast, "samples_per_s"),
-    ("max_syncs_per_step", 0, AtMost, "syncs_per_step"),
-    ("max_data_wait_frac", 0.05, AtMost, "data_wait_frac"),
-    ("min_gpu_util", 0.8, AtLeast, "gpu_util"),
-    ("max_graph_breaks", 0, AtMost, "graph_breaks"),
-    ("max_recompiles", 1, AtMost, "recompiles"),
-    ("amp_engaged", True, Equals, "amp_engaged"),
-    ("max_step_ms", 20.0, AtMost, "step_ms"),
-    ("min_amp_lowp_frac", 0.5, AtLeast, "amp_lowp_frac"),
-    ("max_peak_mem_mb", 2048, AtMost, "peak_mem_mb"),
-])
+
+@pytest.mark.parametrize(
+    "name,bound,cls,metric",
+    [
+        ("min_samples_per_s", 100, AtLeast, "samples_per_s"),
+        ("max_syncs_per_step", 0, AtMost, "syncs_per_step"),
+        ("max_data_wait_frac", 0.05, AtMost, "data_wait_frac"),
+        ("min_gpu_util", 0.8, AtLeast, "gpu_util"),
+        ("max_graph_breaks", 0, AtMost, "graph_breaks"),
+        ("max_recompiles", 1, AtMost, "recompiles"),
+        ("amp_engaged", True, Equals, "amp_engaged"),
+        ("max_step_ms", 20.0, AtMost, "step_ms"),
+        ("min_amp_lowp_frac", 0.5, AtLeast, "amp_lowp_frac"),
+        ("max_peak_mem_mb", 2048, AtMost, "peak_mem_mb"),
+    ],
+)
 def test_parse_threshold_names(name, bound, cls, metric):
     threshold = parse_threshold(name, bound)
     assert type(threshold) is cls and threshold.metric == metric and threshold.name == name
 
 
-@pytest.mark.parametrize("name,bound,match", [
-    ("max_data_wait", 0.05, "unknown threshold 'max_data_wait'.*max_data_wait_frac"),
-    ("most_syncs_per_step", 0, "unknown threshold"),
-    ("min_amp_engaged", 1, "unknown threshold"),
-    ("amp_engaged", 1, "write amp_engaged=True"),
-    ("max_step_ms", "20", "finite number"),
-    ("max_step_ms", float("inf"), "finite number"),
-    ("max_step_ms", True, "finite number"),
-], ids=["typo", "bad-prefix", "bool-with-prefix", "bool-not-bool", "string", "inf", "bool-bound"])
+@pytest.mark.parametrize(
+    "name,bound,match",
+    [
+        ("max_data_wait", 0.05, "unknown threshold 'max_data_wait'.*max_data_wait_frac"),
+        ("most_syncs_per_step", 0, "unknown threshold"),
+        ("min_amp_engaged", 1, "unknown threshold"),
+        ("amp_engaged", 1, "write amp_engaged=True"),
+        ("max_step_ms", "20", "finite number"),
+        ("max_step_ms", float("inf"), "finite number"),
+        ("max_step_ms", True, "finite number"),
+    ],
+    ids=["typo", "bad-prefix", "bool-with-prefix", "bool-not-bool", "string", "inf", "bool-bound"],
+)
 def test_parse_threshold_rejects(name, bound, match):
     with pytest.raises(PerfsuiteError, match=match):
         parse_threshold(name, bound)
@@ -78,14 +115,17 @@ def test_failing_threshold_message_names_metric_value_bound():
     assert v.with_cause("data-bound: augmentation on CPU workers").cause.startswith("data-bound")
 
 
-@pytest.mark.parametrize("name,bound,value,outcome", [
-    ("min_samples_per_s", 100, 99.9, Outcome.FAIL),
-    ("min_samples_per_s", 100, 100, Outcome.PASS),
-    ("max_syncs_per_step", 0, 0, Outcome.PASS),
-    ("max_syncs_per_step", 0, 1, Outcome.FAIL),
-    ("amp_engaged", True, False, Outcome.FAIL),
-    ("amp_engaged", False, False, Outcome.PASS),
-])
+@pytest.mark.parametrize(
+    "name,bound,value,outcome",
+    [
+        ("min_samples_per_s", 100, 99.9, Outcome.FAIL),
+        ("min_samples_per_s", 100, 100, Outcome.PASS),
+        ("max_syncs_per_step", 0, 0, Outcome.PASS),
+        ("max_syncs_per_step", 0, 1, Outcome.FAIL),
+        ("amp_engaged", True, False, Outcome.FAIL),
+        ("amp_engaged", False, False, Outcome.PASS),
+    ],
+)
 def test_threshold_outcomes_at_the_boundary(name, bound, value, outcome):
     metric = parse_threshold(name, bound).metric
     assert parse_threshold(name, bound).check(make_result(**{metric: value}), "t").outcome is outcome
@@ -106,16 +146,20 @@ def test_verdict_dict_round_trip():
 
 # ----------------------------------------------------------------------------- exact metrics
 
-@pytest.mark.parametrize("metric,base,head,outcome", [
-    ("syncs_per_step", 0, 1, Outcome.REGRESSED),
-    ("syncs_per_step", 2, 0, Outcome.IMPROVED),
-    ("graph_breaks", 3, 3, Outcome.UNCHANGED),
-    ("recompiles", 0, 1, Outcome.REGRESSED),
-    ("label_violations", 0, 4, Outcome.REGRESSED),
-    ("amp_engaged", True, False, Outcome.REGRESSED),
-    ("amp_engaged", False, True, Outcome.IMPROVED),
-    ("amp_engaged", True, True, Outcome.UNCHANGED),
-])
+
+@pytest.mark.parametrize(
+    "metric,base,head,outcome",
+    [
+        ("syncs_per_step", 0, 1, Outcome.REGRESSED),
+        ("syncs_per_step", 2, 0, Outcome.IMPROVED),
+        ("graph_breaks", 3, 3, Outcome.UNCHANGED),
+        ("recompiles", 0, 1, Outcome.REGRESSED),
+        ("label_violations", 0, 4, Outcome.REGRESSED),
+        ("amp_engaged", True, False, Outcome.REGRESSED),
+        ("amp_engaged", False, True, Outcome.IMPROVED),
+        ("amp_engaged", True, True, Outcome.UNCHANGED),
+    ],
+)
 def test_exact_metrics_compare_exactly(metric, base, head, outcome):
     steps = noisy(10)
     verdicts = compare_results(make_result(steps, **{metric: base}), make_result(steps, **{metric: head}), "t")
@@ -128,7 +172,10 @@ def test_metric_only_in_head_is_new_and_measured_then_unavailable_is_a_regressio
     head = make_result(noisy(10), recompiles=0, gpu_util=Metric.unavailable("gpu_util", "no NVML"))
     by_metric = {v.metric: v for v in compare_results(base, head, "t")}
     assert by_metric["recompiles"].outcome is Outcome.NEW
-    assert by_metric["gpu_util"].outcome is Outcome.REGRESSED and "now unavailable: no NVML" in by_metric["gpu_util"].message
+    assert (
+        by_metric["gpu_util"].outcome is Outcome.REGRESSED
+        and "now unavailable: no NVML" in by_metric["gpu_util"].message
+    )
 
 
 def test_a_metric_neither_side_measured_is_left_out():
@@ -145,27 +192,44 @@ def test_compiled_base_against_uncompiled_head_is_a_regression_naming_why():
     assert v.failed and "compile=None: nothing compiled" in v.message and v.cause.startswith("graph breaks")
 
 
-@pytest.mark.parametrize("base,head,outcome", [(1.0, 0.0, Outcome.REGRESSED), (0.0, 1.0, Outcome.IMPROVED),
-                                               (0.75, 0.75, Outcome.UNCHANGED), (1.0, 0.99, Outcome.REGRESSED)])
+@pytest.mark.parametrize(
+    "base,head,outcome",
+    [
+        (1.0, 0.0, Outcome.REGRESSED),
+        (0.0, 1.0, Outcome.IMPROVED),
+        (0.75, 0.75, Outcome.UNCHANGED),
+        (1.0, 0.99, Outcome.REGRESSED),
+    ],
+)
 def test_amp_lowp_frac_is_exact(base, head, outcome):
     steps = noisy(10)
-    (v,) = [v for v in compare_results(make_result(steps, amp_lowp_frac=base), make_result(steps, amp_lowp_frac=head),
-                                       "t") if v.metric == "amp_lowp_frac"]
+    (v,) = [
+        v
+        for v in compare_results(make_result(steps, amp_lowp_frac=base), make_result(steps, amp_lowp_frac=head), "t")
+        if v.metric == "amp_lowp_frac"
+    ]
     assert v.outcome is outcome
 
 
 def test_a_label_metric_that_changes_fails_as_changed():
     fmt = "input float32 contiguous; params float32 contiguous"
     head = make_result(noisy(10), input_format=fmt.replace("input float32 contiguous", "input float32 channels_last"))
-    (v,) = [v for v in compare_results(make_result(noisy(10), input_format=fmt), head, "t") if v.metric == "input_format"]
+    (v,) = [
+        v for v in compare_results(make_result(noisy(10), input_format=fmt), head, "t") if v.metric == "input_format"
+    ]
     assert v.outcome is Outcome.CHANGED and v.failed and "channels_last" in v.message
 
 
 def test_exact_regressions_name_their_top_movers():
     b = Metric("h2d_bytes_per_step", 100.0, detail={"by": {"uint8": 100.0}})
     h = Metric("h2d_bytes_per_step", 900.0, detail={"by": {"uint8": 100.0, "int64": 800.0}})
-    (v,) = [v for v in compare_results(make_result(noisy(10), h2d_bytes_per_step=b),
-                                       make_result(noisy(10), h2d_bytes_per_step=h), "t") if v.metric == b.name]
+    (v,) = [
+        v
+        for v in compare_results(
+            make_result(noisy(10), h2d_bytes_per_step=b), make_result(noisy(10), h2d_bytes_per_step=h), "t"
+        )
+        if v.metric == b.name
+    ]
     assert v.outcome is Outcome.REGRESSED and "int64 0 -> 800" in v.message and "int64" in v.cause
 
 
@@ -184,16 +248,20 @@ def test_data_wait_is_judged_on_its_per_step_shares():
     assert by["data_wait_frac"].outcome is Outcome.REGRESSED and by["data_wait_frac"].cause.startswith("data-bound")
     assert {v.metric: v for v in compare_results(base, same, "t")}["data_wait_frac"].outcome is Outcome.UNCHANGED
     one_spike = make_result(noisy(10), **wait(low[:-1] + [0.9], 0.05))
-    assert {v.metric: v for v in compare_results(base, one_spike, "t")}["data_wait_frac"].outcome is not \
-        Outcome.REGRESSED
+    assert {v.metric: v for v in compare_results(base, one_spike, "t")}[
+        "data_wait_frac"
+    ].outcome is not Outcome.REGRESSED
 
 
-@pytest.mark.parametrize("metric,base,head,outcome", [
-    ("gpu_util", 0.80, 0.83, Outcome.UNCHANGED),
-    ("gpu_util", 0.80, 0.40, Outcome.INCONCLUSIVE),
-    ("peak_rss_mb", 100.0, 110.0, Outcome.UNCHANGED),
-    ("peak_rss_mb", 100.0, 200.0, Outcome.INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "metric,base,head,outcome",
+    [
+        ("gpu_util", 0.80, 0.83, Outcome.UNCHANGED),
+        ("gpu_util", 0.80, 0.40, Outcome.INCONCLUSIVE),
+        ("peak_rss_mb", 100.0, 110.0, Outcome.UNCHANGED),
+        ("peak_rss_mb", 100.0, 200.0, Outcome.INCONCLUSIVE),
+    ],
+)
 def test_summary_metrics_use_a_tolerance_and_never_guess(metric, base, head, outcome):
     verdicts = compare_results(make_result(noisy(10), **{metric: base}), make_result(noisy(10), **{metric: head}), "t")
     (v,) = [v for v in verdicts if v.metric == metric]
@@ -201,6 +269,7 @@ def test_summary_metrics_use_a_tolerance_and_never_guess(metric, base, head, out
 
 
 # ----------------------------------------------------------------------------- timing rule
+
 
 def test_clear_slowdown_regresses_and_speedup_improves():
     base = noisy(10, seed=1)
@@ -235,9 +304,14 @@ def test_block_medians_cover_every_sample():
     assert block_medians([5.0, 1.0], 3) == [5.0, 1.0]
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"factor": 0.95}, "above 1"), ({"alpha": 0.0}, "between 0 and 0.5"), ({"alpha": 0.7}, "between 0 and 0.5"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"factor": 0.95}, "above 1"),
+        ({"alpha": 0.0}, "between 0 and 0.5"),
+        ({"alpha": 0.7}, "between 0 and 0.5"),
+    ],
+)
 def test_rule_settings_are_validated(kwargs, match):
     with pytest.raises(PerfsuiteError, match=match):
         compare_timing(noisy(10), noisy(10), **kwargs)
@@ -272,6 +346,7 @@ def test_baseline_without_samples_is_inconclusive():
 
 
 # ----------------------------------------------------------------------------- fingerprints
+
 
 def test_other_fingerprint_refused_unless_forced():
     other = dataclasses.replace(FP, cpu_model="Other CPU")

@@ -130,8 +130,9 @@ def test_unknown_workload_and_scale_say_what_exists() -> None:
 
 def test_registering_a_workload_without_both_scales_is_refused() -> None:
     with pytest.raises(WorkloadError, match="must define scales full"):
+
         @register_workload
-        class Half(Workload):  # noqa: F811 - defined only to be refused
+        class Half(Workload):
             name = "half"
             summary = "incomplete"
             seed_doc = "none"
