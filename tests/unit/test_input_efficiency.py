@@ -78,3 +78,24 @@ def test_a_run_measures_it_after_the_window_and_leaves_the_observed_steps_alone(
     assert not without.metric("input_efficiency").available
     # the speed-of-light steps reuse the observed steps' indices: the exact counts are those of a run without them
     assert with_sol.value("syncs_per_step") == without.value("syncs_per_step") == 0.5
+
+
+@pytest.mark.slow
+def test_a_users_job_gets_it_through_its_own_step(tmp_path):
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
+    sys.path.insert(0, str(example))
+    try:
+        import make_data
+        import perf_jobs
+
+        faces = make_data.write_dataset(tmp_path / "faces", count=8, size=32)
+        job = perf_jobs.face_job(faces, "cpu", "cpu", workers=0)
+        result = run(RunSpec(job, steps=3, warmup=1, observe_steps=2, sol_steps=2))
+    finally:
+        sys.path.remove(str(example))
+    m = result.metric("input_efficiency")
+    assert m.available and m.value > 0 and len(result.samples["sol_step_ms"]) == 2
+    assert result.value("syncs_per_step") == 1  # the user's loss.item(), counted in the observed steps only
