@@ -514,6 +514,9 @@ def format_markdown(s: ABSession) -> str:
         why = d.reason if d.outcome is not ABOutcome.UNKNOWN else f"{d.reason}; {d.needs}"
         if t.exact_failed:
             why = f"exact: {len(t.exact_failed)} regressed; timing {d.outcome.value}: {why}"
+        elif t.exact:
+            held = sum(v.outcome.value == "unchanged" for v in t.exact)
+            why = f"exact: {held}/{len(t.exact)} unchanged; timing: {why}"
         lines.append(f"| `{t.test_id}` | **{t.verdict}** | {medians} | {_ratio_text(d)} | {d.pairs} | {_cell(why)} |")
     details = []
     for t in s.tests:
