@@ -56,3 +56,10 @@ class BaselineError(PerfsuiteError):
 
 class FingerprintMismatch(BaselineError):
     """Comparing results from different machines without being asked to."""
+
+
+class PropertyArgumentError(AugmentationError):
+    """``check_paired_augmentation`` (or a strategy) got arguments it cannot check with.
+
+    The message names the parameter as the caller wrote it and a value that works.
+    """

@@ -94,8 +94,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="inject a known fault (perfsuite.faults) into every run's knobs or step code; repeatable")
 
 
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis's plugin reads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    _hypothesis_profiles(config)
     opt = config.getoption
     cli = {name: opt(f"--perfsuite-{name.replace('_', '-')}") for name in (
         "scale", "device", "steps", "warmup", "save", "compare", "baselines", "force", "factor", "alpha",
@@ -327,3 +329,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
     for line in state.reports:
         tr.write_line(line)
+
+
+def _hypothesis_profiles(config: pytest.Config) -> None:
+    """Register perfsuite's ci/dev/nightly profiles and load the chosen one (perfsuite/hypothesis_profiles.py)."""
+    try:
+        from perfsuite import hypothesis_profiles as hp
+    except ImportError:  # pragma: no cover
+        return
+    hp.register()
+    try:
+        name = hp.choose(config.getoption("hypothesis_profile", None))
+        if name:
+            hp.load(name)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
