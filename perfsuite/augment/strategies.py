@@ -130,7 +130,10 @@ def mask_batches(
         space = LabelSpace.declare(num_classes, ignore_index, mask_dtype=mask_dtype)
     cap = min(max_batch, space.num_classes) if distinct_samples else max_batch
     b = draw(st.integers(min(min_batch, cap), cap))
-    h, w = draw(sizes(output_size, min_side=min_side, max_side=max_side))
+    if output_size is None:  # two plain draws shrink independently towards min_side
+        h, w = draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side))
+    else:
+        h, w = draw(sizes(output_size, min_side=min_side, max_side=max_side))
     k = max(1, min(labels_per_sample, (PALETTE_COLOURS - 2) // b))
     values = class_labels(space)
     if prefer_labels:
