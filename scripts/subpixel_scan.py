@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfsuite.augment.alignment import FIT_TOL, offsets, systematic
+from perfsuite.augment.alignment import fit, offsets
 from perfsuite.augment.checks import NumpyPerSample, TorchBatched, encode, palette_for
 from perfsuite.augment.cpu import CpuAugment
 from perfsuite.augment.gpu import GpuAugment
@@ -62,6 +62,7 @@ def main() -> None:
     counts = {k: [0, 0, 0.0] for k in [*subjects, "align_corners mismatch resize x2 (control)",
                                       "align_corners mismatch resize x0.5..x4 (control)"]}
     worst = {k: 0.0 for k in counts}
+    by_factor: dict = {}
     t0 = time.time()
     for n in range(args.batches):
         side = int(rng.choice([48, 64, 96, 128]))
@@ -79,21 +80,33 @@ def main() -> None:
         }
         for name, paired in runs.items():
             out = paired(images, masks, seed)
-            flagged, m = False, 0.0
+            flagged, m, judged = False, 0.0, 0
             for img, mask in zip(out.images, out.masks):
-                fit = systematic(offsets(img, mask, palette, skip))
-                if fit is not None:
-                    m = max(m, fit[0] / FIT_TOL)
-                    flagged |= fit[0] > FIT_TOL
+                f = fit(offsets(img, mask, palette, skip))
+                if f is not None:
+                    judged += 1
+                    m = max(m, f.score())
+                    flagged |= f.flagged() is not None
+            counts[name][2] += judged
             counts[name][0] += flagged
             counts[name][1] += 1
             worst[name] = max(worst[name], m)
-    dt = time.time() - t0
-    print(f"{args.batches} batches of 4 real face_parsing masks (sides 48-135 px), {dt:.0f} s, "
-          f"torch {torch.__version__}, device cpu")
-    for name, (flagged, total, _) in counts.items():
-        print(f"  {name:52s} flagged {flagged:5d} / {total}  (worst offset/tolerance {worst[name]:.2f})")
+            if flagged and "x0.5..x4" in name:
+                by_factor.setdefault((name, factor), [0, 0])[0] += 1
+            if "x0.5..x4" in name:
+                by_factor.setdefault((name, factor), [0, 0])[1] += 1
+        if (n + 1) % 250 == 0 or n + 1 == args.batches:
+            report(n + 1, time.time() - t0, counts, worst, by_factor)
 
+
+def report(n, dt, counts, worst, by_factor) -> None:
+    print(f"{n} batches of 4 real face_parsing masks (sides 48-135 px), {dt:.0f} s, "
+          f"torch {torch.__version__}, device cpu", flush=True)
+    for name, (flagged, total, judged) in counts.items():
+        print(f"  {name:52s} flagged {flagged:5d} / {total} batches ({judged:.0f} samples judged; "
+              f"worst score {worst[name]:.2f}, > 1 is flagged)", flush=True)
+    for (name, factor), (flagged, total) in sorted(by_factor.items()):
+        print(f"    {name[:30]:30s} x{factor:<5} flagged {flagged:5d} / {total}", flush=True)
 
 if __name__ == "__main__":
     main()
