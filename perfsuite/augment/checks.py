@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from perfsuite.augment.hints import invented_label
+from perfsuite.augment.hints import invented_label, padded_with
 from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast, mirrored
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
@@ -201,7 +201,7 @@ def assert_aligned(
             _consistent(i, img, mask, skip, margin + 1)
         else:
             partners = sorted(set(np.unique(masks_in[i]).tolist()) & set(palette)) if masks_in is not None else []
-            _strict(i, img, mask, palette, skip, margin, partners)
+            _strict(i, img, mask, palette, skip, margin, partners, ignore_index)
 
 
 MIN_OWN_WEIGHT = 0.25  # bilinear: the tap nearest the sample point has weight >= 1/4
@@ -221,7 +221,7 @@ def _blend_of_own_label(colours: np.ndarray, own: np.ndarray, palette: dict, par
 
 
 def _strict(i: int, img: np.ndarray, mask: np.ndarray, palette: dict, skip: set, margin: int,
-            partners: list[int]) -> None:
+            partners: list[int], ignore_index: int | None = None) -> None:
     label, dist = decode(img, palette)
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     decodable = dist <= STRICT_TOL
@@ -236,7 +236,12 @@ def _strict(i: int, img: np.ndarray, mask: np.ndarray, palette: dict, skip: set,
         y, x = (int(v[0]) for v in np.nonzero(wrong))
         shown = "the fill colour (outside the image)" if label[y, x] == OUTSIDE else f"label {label[y, x]}"
         cast = None if label[y, x] == OUTSIDE else explain_by_cast(int(mask[y, x]), [int(label[y, x])])
-        if cast is not None:
+        outside = wrong & (label == OUTSIDE)
+        padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else ()
+        if len(padded) == 1:  # all the pixels the image fills from outside hold one class: padding with it
+            advice, cause = (padded_with(int(padded[0]), ignore_index).advice + "; if instead the mask did not "
+                             "move at all, image and mask were not moved by the same geometry"), "padding"
+        elif cast is not None:
             advice, cause = (f"mask label {mask[y, x]} is what a {cast[0]} round trip makes of label {label[y, x]} "
                              f"({CAST_ADVICE[cast[0]]}): keep masks integer end to end"), "dtype"
         else:

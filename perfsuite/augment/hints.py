@@ -95,14 +95,21 @@ def invented_label(label: int, i: int, masks_in: np.ndarray, mask_out: np.ndarra
                              f"({space.ignore_index}) or leave them untouched; if {label} deliberately marks "
                              f"erased pixels, declare fill={label}")
     if shows is not None and shows == outside:
-        return Diagnosis("padding", f"the image shows the outside fill where the mask says {label}: geometry brought "
-                         f"in pixels from outside the image and the mask was padded with {label}"
-                         f"{' (zero padding)' if label == 0 else ''}. Pad masks with the ignore index (fill="
-                         f"{space.ignore_index} / border_value / mask_value / padding_mode='constant'), or, if "
-                         f"{label} is meant to mark padding, declare fill={label} (or ignore_index={label})")
+        return padded_with(label, space.ignore_index)
 
     below = [v for v in have if v < label]
     above = [v for v in have if v > label]
     between = f" (label {label} lies between input labels {max(below)} and {min(above)}: an interpolated value)" \
         if below and above else ""
     return Diagnosis("resampling", f"{RESAMPLE}{between}")
+
+
+def padded_with(label: int, ignore_index: int | None) -> Diagnosis:
+    """The image shows the outside fill where the mask says class ``label``: the mask was padded with it."""
+    pad = (f"Pad masks with the ignore index (fill={ignore_index} / border_value / mask_value / "
+           "padding_mode='constant')") if ignore_index is not None else \
+        "Pad masks with a label the loss ignores (and declare it: ignore_index=... or fill=...)"
+    return Diagnosis("padding", f"the image shows the outside fill where the mask says {label}: geometry brought "
+                     f"in pixels from outside the image and the mask was padded with {label}"
+                     f"{' (zero padding)' if label == 0 else ''}. {pad}, or, if {label} is meant to mark padding, "
+                     f"declare fill={label} (or ignore_index={label})")
