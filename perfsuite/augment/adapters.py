@@ -59,7 +59,15 @@ class DictPIL(_PerSample):
 
         ik, mk = self.keys
         lb = Image.fromarray(mask, "L") if mask.dtype == np.uint8 else Image.fromarray(mask.astype(np.int32), "I")
-        out = fn({ik: Image.fromarray(image, "RGB"), mk: lb})
+        try:
+            out = fn({ik: Image.fromarray(image, "RGB"), mk: lb})
+        except KeyError as e:
+            if e.args and e.args[0] not in self.keys:
+                raise PropertyArgumentError(
+                    f"check_paired_augmentation(layout='dict'): the transform looked up key {e.args[0]!r} but is "
+                    f"given {{{ik!r}: image, {mk!r}: mask}}; pass keys=(image_key, mask_key) with the names it uses"
+                ) from e
+            raise
         if not isinstance(out, dict) or ik not in out or mk not in out:
             raise PropertyViolation("mask format", f"the transform returned {type(out).__name__} without keys "
                                     f"{ik!r} and {mk!r}; return the dict it was given (pass keys=(image_key, "
