@@ -647,7 +647,7 @@ def check_paired_augmentation(
         raise PropertyArgumentError(f"{FUNC}(subpixel_tol={subpixel_tol!r}): pass a positive pixel distance, "
                                     "or subpixel=False to skip the check")
     unknown = set(strategy_kwargs) - {"min_batch", "max_batch", "min_side", "max_side", "with_ignore",
-                                      "labels_per_sample", "prefer_labels"}
+                                      "labels_per_sample", "prefer_labels", "blobs"}
     if unknown:
         raise PropertyArgumentError(f"{FUNC}({', '.join(sorted(unknown))}=...): not a parameter of {FUNC} nor of "
                                     "mask_batches; see help(check_paired_augmentation)")
@@ -662,6 +662,8 @@ def check_paired_augmentation(
     declared = Declared(num_classes, space.ignore_index, space.fill, photometric, photometric_only, mixes_samples,
                         same_size, margin, space.flip_map, subpixel, subpixel_tol)
     strategy_kwargs.setdefault("prefer_labels", tuple(k for k, _ in space.flip_map))
+    if subpixel:  # centroids need large compact regions inside the frame; the default masks seldom have four
+        strategy_kwargs.setdefault("blobs", True)
     batches = mask_batches(distinct_samples=True, output_size=output_size, space=space, **strategy_kwargs)
 
     base = settings or hsettings(hsettings.default, deadline=None, suppress_health_check=[

@@ -75,6 +75,38 @@ def masks(draw, height: int, width: int, labels: list[int], extra: list[int] = (
     return coarse[row][:, col]
 
 
+REGION_MIN_SIDE = 32  # regions() needs room for a 2x2 grid of measurable blobs
+
+
+@st.composite
+def regions(draw, height: int, width: int, labels: list[int], dtype: str = "uint8"):
+    """One ``[H, W]`` mask of compact blobs for the sub-pixel check: a background and one ellipse per cell.
+
+    The frame less a 3-px margin is split into 2x2 (3x2 / 2x3 / 3x3 on larger sides) cells; each
+    holds an ellipse of another label, at least 2 px from its cell's edges, with
+    radii from a fifth to a third of the cell: regions large, compact and
+    inside the frame, as :mod:`perfsuite.augment.alignment` needs to measure them
+    (>= 48 px at sides >= 32; most of them far more after an upscale).
+    """
+    rows, cols = (3 if height >= 54 else 2), (3 if width >= 54 else 2)
+    out = np.full((height, width), labels[0], dtype=dtype)
+    others = list(labels[1:]) or list(labels)
+    yy, xx = np.mgrid[0:height, 0:width]
+    for k in range(rows * cols):
+        r, c = divmod(k, cols)
+        # cells tile the frame less a 3-px margin: a region near the frame is not measured
+        y0, y1 = 3 + (height - 6) * r // rows, 3 + (height - 6) * (r + 1) // rows
+        x0, x1 = 3 + (width - 6) * c // cols, 3 + (width - 6) * (c + 1) // cols
+        ch, cw = y1 - y0, x1 - x0
+        ry = draw(st.integers(max(3, ch // 5), max(3, ch // 3)))
+        rx = draw(st.integers(max(3, cw // 5), max(3, cw // 3)))
+        cy = draw(st.integers(y0 + 2 + ry, max(y0 + 2 + ry, y1 - 3 - ry)))
+        cx = draw(st.integers(x0 + 2 + rx, max(x0 + 2 + rx, x1 - 3 - rx)))
+        inside = ((yy - cy) / (ry + 0.5)) ** 2 + ((xx - cx) / (rx + 0.5)) ** 2 <= 1.0
+        out[inside] = others[k % len(others)]
+    return out
+
+
 def class_labels(space: LabelSpace) -> st.SearchStrategy[int]:
     """Classes from the whole declared range: its ends and lossy-cast boundaries on purpose, any other at random.
 
@@ -117,6 +149,7 @@ def mask_batches(
     labels_per_sample: int = LABELS_PER_SAMPLE,
     prefer_labels: tuple[int, ...] = (),
     space: LabelSpace | None = None,
+    blobs: bool = False,
 ) -> MaskBatch:
     """Batches of structured masks: odd and non-square sizes, single-class masks included.
 
@@ -125,7 +158,11 @@ def mask_batches(
     flip swaps) are offered first. distinct_samples gives each sample labels
     no other sample uses, so a label tells which sample a pixel came from:
     the pairing properties rely on it. ``output_size``: see :func:`sizes`.
+    ``blobs``: masks of compact regions (:func:`regions`), sides from
+    ``REGION_MIN_SIDE``, for the sub-pixel check.
     """
+    if blobs:
+        min_side, max_side = max(min_side, REGION_MIN_SIDE), max(max_side, REGION_MIN_SIDE)
     if space is None:
         space = LabelSpace.declare(num_classes, ignore_index, mask_dtype=mask_dtype)
     cap = min(max_batch, space.num_classes) if distinct_samples else max_batch
@@ -140,13 +177,18 @@ def mask_batches(
         values = st.one_of(st.sampled_from(sorted(prefer_labels)), values)
     n_labels = min(space.num_classes, b * k)
     if distinct_samples:
-        pool = draw(st.lists(values, min_size=b, max_size=n_labels, unique=True))
+        least = min(n_labels, b * k) if blobs else b  # blobs: every cell its own label where the palette allows
+        pool = draw(st.lists(values, min_size=least, max_size=n_labels, unique=True))
         per_sample = [pool[i::b] for i in range(b)]
     else:
-        pool = draw(st.lists(values, min_size=1, max_size=min(space.num_classes, k), unique=True))
+        least = min(space.num_classes, k) if blobs else 1
+        pool = draw(st.lists(values, min_size=least, max_size=min(space.num_classes, k), unique=True))
         per_sample = [pool] * b
     extra = [space.ignore_index] if with_ignore and space.ignore_index is not None else []
-    out = [draw(masks(h, w, labels, extra, dtype=space.mask_dtype)) for labels in per_sample]
+    if blobs:
+        out = [draw(regions(h, w, labels, dtype=space.mask_dtype)) for labels in per_sample]
+    else:
+        out = [draw(masks(h, w, labels, extra, dtype=space.mask_dtype)) for labels in per_sample]
     return MaskBatch(np.stack(out), space.num_classes, space.ignore_index)
 
 
