@@ -60,8 +60,8 @@ The estimator, and why:
   batch's regions together, with the scale and rotation about the frame's
   centre (same-size outputs only). A resize or crop bug disagrees the same way
   in every sample, and 40 regions average the rounding noise down where 10
-  cannot: on 64-px face masks the x2 ``align_corners`` mismatch stands 3-4
-  standard errors out of one sample's noise, 5-7 out of a batch's.
+  cannot: on 64-px face masks the x2 ``align_corners`` mismatch stands about
+  2.5-3.5 standard errors out of one sample's noise, 5-7 out of a batch's.
 * At least ``MIN_REGIONS`` measurable regions are needed (the fit has 4
   unknowns); otherwise the sample is not judged.
 
@@ -210,7 +210,7 @@ class Fit:
         """How close to flagging (> 1: flagged): the larger of the two parts' margins, see :meth:`flagged`."""
         lin_tol = LINEAR_TOL if tol is None else tol
         lin = min(self.linear_px / lin_tol, self.linear_px / (Z * self.linear_se)) if self.linear_se > 0 else 0.0
-        tr = 1.0 + (self.translation_px - TRANSLATION_TOL) / (Z * self.translation_se) if self.translation_se > 0 else 0.0
+        tr = (self.translation_px - TRANSLATION_TOL) / (Z * self.translation_se) if self.translation_se > 0 else 0.0
         return max(lin, tr)
 
     def flagged(self, tol: float | None = None) -> str | None:
