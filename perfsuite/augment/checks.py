@@ -238,7 +238,9 @@ def _strict(i: int, img: np.ndarray, mask: np.ndarray, palette: dict, skip: set,
         cast = None if label[y, x] == OUTSIDE else explain_by_cast(int(mask[y, x]), [int(label[y, x])])
         outside = wrong & (label == OUTSIDE)
         padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else ()
-        if len(padded) == 1:  # all the pixels the image fills from outside hold one class: padding with it
+        if len(padded) == 1 and len(np.unique(mask[~np.isin(mask, list(skip))])) > 1:
+            # the pixels the image fills from outside all hold one class, in a mask that holds others: padding.
+            # (In a one-label mask a mask that did not move looks the same: that stays "geometry".)
             advice, cause = (padded_with(int(padded[0]), ignore_index).advice + "; if instead the mask did not "
                              "move at all, image and mask were not moved by the same geometry"), "padding"
         elif cast is not None:
