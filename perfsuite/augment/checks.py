@@ -623,7 +623,8 @@ def check_paired_augmentation(
         photometric_only: masks must come back bit-identical.
         mixes_samples: CutMix-style: labels may come from other samples.
         subpixel, subpixel_tol: opt-in centroid check (:mod:`perfsuite.augment.alignment`);
-            experimental: its false-alarm rate on real masks is not yet 0 (docs/properties.md).
+            its false-alarm rate on real face masks is not 0 (3 correct x1.5 resizes in 2,000 batches,
+            docs/properties.md). Turns on ``blobs=True`` masks (compact regions it can measure).
         per_sample_sizes: each sample may come out at its own size (random crops); checked per sample.
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
