@@ -83,3 +83,10 @@ class RunTimeout(PerfsuiteError):
         self.deadline_s = deadline_s
         self.workers = workers
         self.stacks = stacks
+
+
+class PropertyArgumentError(AugmentationError):
+    """``check_paired_augmentation`` (or a strategy) got arguments it cannot check with.
+
+    The message names the parameter as the caller wrote it and a value that works.
+    """
