@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 PROFILES = ("ci", "dev", "nightly")
 ENV = "PERFSUITE_HYPOTHESIS_PROFILE"
@@ -38,7 +39,9 @@ def register() -> None:
         return
     from hypothesis import HealthCheck, Phase, settings
 
-    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    common: dict[str, Any] = dict(
+        deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    )
     # No explain phase in ci: it reruns the shrunk failure with each part varied, and on the negative
     # controls that is most of the suite's time; the shrunk example and message say enough.
     no_explain = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]

@@ -72,6 +72,7 @@ measures this on real face masks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -331,7 +332,8 @@ def batch_fits(
     images_out, masks_out, palette: dict[int, np.ndarray], skip: set[int]
 ) -> list[tuple[int | None, Fit | None]]:
     """``(sample, fit)`` for each sample, then ``(None, fit)`` of all regions pooled about the frame's centre."""
-    out, pooled = [], []
+    out: list[tuple[int | None, Fit | None]] = []
+    pooled: list[Any] = []
     for i, (img, mask) in enumerate(zip(images_out, masks_out)):
         found = offsets(img, mask, palette, skip)
         pooled += found
@@ -344,7 +346,7 @@ def batch_fits(
 
 def _raise_if_flagged(f: Fit | None, tol: float | None, sample: int | None, where: str) -> None:
     kind = None if f is None else f.flagged(tol)
-    if kind is None:
+    if f is None or kind is None:
         return
     o = f.region
     if kind == "scale":

@@ -214,7 +214,7 @@ def assert_aligned(
     masks_out: np.ndarray,
     palette: dict[int, np.ndarray],
     *,
-    ignore_index: int,
+    ignore_index: int | None,
     fill: int | None = None,
     photometric: bool = False,
     margin: int = 1,
@@ -278,7 +278,7 @@ def _strict(
         shown = "the fill colour (outside the image)" if label[y, x] == OUTSIDE else f"label {label[y, x]}"
         cast = None if label[y, x] == OUTSIDE else explain_by_cast(int(mask[y, x]), [int(label[y, x])])
         outside = wrong & (label == OUTSIDE)
-        padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else ()
+        padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else np.array([], dtype=np.int64)
         if len(padded) == 1 and len(np.unique(mask[~np.isin(mask, list(skip))])) > 1:
             # the pixels the image fills from outside all hold one class, in a mask that holds others: padding.
             # (In a one-label mask a mask that did not move looks the same: that stays "geometry".)
@@ -682,14 +682,14 @@ def make_adapter(
 
 def probe_output_size(paired: Callable[..., Output], space: LabelSpace) -> tuple[int, int] | None:
     """The callable's output size if it is fixed (the same for two different input sizes), else None."""
-    sizes = set()
+    sizes: set[tuple[int, int]] = set()
     for h, w in ((40, 52), (61, 47)):
         masks = np.zeros((1, h, w), space.mask_dtype)
         masks[:, h // 2 :] = min(1, space.num_classes - 1)
         palette = palette_for(masks)
         out = paired(encode(masks, palette), masks, 0)
         shape = out.masks[0].shape if out.ragged else out.masks.shape[1:]
-        sizes.add(tuple(int(v) for v in shape))
+        sizes.add((int(shape[0]), int(shape[1])))
     return sizes.pop() if len(sizes) == 1 else None
 
 
@@ -825,7 +825,7 @@ def check_paired_augmentation(
         hsettings.default,
         deadline=None,
         suppress_health_check=[
-            *hsettings.default.suppress_health_check,
+            *hsettings.default.suppress_health_check,  # type: ignore[union-attr]
             HealthCheck.too_slow,
             HealthCheck.data_too_large,
         ],

@@ -10,6 +10,7 @@ back to its labels.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -53,7 +54,13 @@ def _cell_index(side: int) -> tuple[int, np.ndarray]:
 
 @st.composite
 def masks(
-    draw, height: int, width: int, labels: list[int], extra: list[int] = (), max_shapes: int = 4, dtype: str = "uint8"
+    draw,
+    height: int,
+    width: int,
+    labels: list[int],
+    extra: Sequence[int] = (),
+    max_shapes: int = 4,
+    dtype: str = "uint8",
 ):
     """One ``[H, W]`` mask of ``dtype``: background from ``labels``, shapes from ``labels + extra``.
 
