@@ -62,6 +62,23 @@ def read_baseline_file(path: Path) -> tuple[str, Result]:
     return parse_baseline(data, path)
 
 
+def parse_baseline_runs(data: Any, path: Path | str) -> list[Result]:
+    """Every run a baseline file holds, oldest first: its ``runs`` (``--perfsuite-baseline-runs N``), else result."""
+    _, newest = parse_baseline(data, path)
+    runs = data.get("runs")
+    if runs is None:
+        return [newest]
+    if not isinstance(runs, list) or not runs:
+        raise BaselineError(f"baseline {path}: field 'runs' must be a non-empty list of results; {_RERECORD}")
+    out = []
+    for i, run in enumerate(runs):
+        try:
+            out.append(Result.from_dict(run))
+        except ResultError as exc:
+            raise BaselineError(f"baseline {path}: runs[{i}] is an unreadable result: {exc}; {_RERECORD}") from exc
+    return out
+
+
 def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
     """(test id, Result) from a baseline file's decoded JSON."""
     if not isinstance(data, dict) or "result" not in data or "test_id" not in data:
@@ -75,11 +92,11 @@ def parse_baseline(data: Any, path: Path | str) -> tuple[str, Result]:
             f"baseline {path} has schema_version={version!r:.60}, this perfsuite "
             f"reads {BASELINE_SCHEMA_VERSION}; {_RERECORD}"
         )
-    unknown = sorted(str(k) for k in data if k not in ("schema_version", "test_id", "result"))
+    unknown = sorted(str(k) for k in data if k not in ("schema_version", "test_id", "result", "runs"))
     if unknown:
         raise BaselineError(
             f"baseline {path} has unknown field(s) {', '.join(map(repr, unknown))}; a baseline "
-            f"holds only schema_version, test_id and result; {_RERECORD}"
+            f"holds only schema_version, test_id, result and runs; {_RERECORD}"
         )
     test_id = data["test_id"]
     if not isinstance(test_id, str) or not test_id:
@@ -103,18 +120,39 @@ class BaselineStore:
     def path_for(self, fingerprint: Fingerprint, test_id: str) -> Path:
         return self.root / fingerprint.key() / safe_filename(test_id)
 
-    def save(self, result: Result, test_id: str, overwrite: bool = False) -> Path:
-        """Write ``result`` as the baseline of ``test_id`` on its fingerprint; returns the path."""
+    def save(self, result: Result, test_id: str, overwrite: bool = False, keep_runs: int = 1) -> Path:
+        """Write ``result`` as the baseline of ``test_id`` on its fingerprint; returns the path.
+
+        ``keep_runs`` > 1 keeps that many runs in the file (``runs``, oldest
+        first; the newest is also ``result``): the runs already stored on
+        this fingerprint, then this one, the oldest dropped first.
+        """
         path = self.path_for(result.fingerprint, test_id)
         if path.exists() and not overwrite:
             raise _exists_error(path, test_id)
-        payload = {"schema_version": BASELINE_SCHEMA_VERSION, "test_id": test_id, "result": result.to_dict()}
+        payload: dict[str, Any] = {
+            "schema_version": BASELINE_SCHEMA_VERSION,
+            "test_id": test_id,
+            "result": result.to_dict(),
+        }
+        if keep_runs > 1:
+            earlier = self.load_runs(result.fingerprint, test_id) if path.exists() else []
+            runs = [*earlier, result][-keep_runs:]
+            if len(runs) > 1:
+                payload["runs"] = [r.to_dict() for r in runs]
         publish = os.replace if overwrite else (lambda tmp, dest: _link_new(tmp, dest, test_id))
         return tmpfiles.write_json_atomic(path, payload, publish)
 
     def load(self, fingerprint: Fingerprint, test_id: str) -> Result | None:
         """The baseline of ``test_id`` on this fingerprint; None when there is none (reported as new)."""
         return self._load_path(self.path_for(fingerprint, test_id), test_id, fingerprint.key())
+
+    def load_runs(self, fingerprint: Fingerprint, test_id: str) -> list[Result]:
+        """Every stored run of ``test_id`` on this fingerprint, oldest first; [] when there is no baseline."""
+        path = self.path_for(fingerprint, test_id)
+        if self._load_path(path, test_id, fingerprint.key()) is None:
+            return []
+        return parse_baseline_runs(parse_json(path.read_bytes(), f"baseline {path}"), path)
 
     def load_any(self, test_id: str) -> Result | None:
         """A baseline of ``test_id`` under any fingerprint (first key in sorted order), for mismatch hints."""

@@ -227,6 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp = sub.add_parser("compare", help="compare results or baseline directories: markdown for PRs")
     add_compare_arguments(p_cmp)
     p_cmp.set_defaults(func=run_compare)
+    from perfsuite.ab import add_ab_arguments, cmd_ab
+
+    p_ab = sub.add_parser(
+        "ab",
+        help="interleaved A/B of two git revisions on this machine: regressed / same / unknown per perf test",
+        description="perfsuite ab [options] BASE HEAD [pytest args]: "
+        "builds both revisions in git worktrees and runs the selected perf tests alternately "
+        "(ABBA, randomised) in fresh processes until each test is decided or the budget runs out",
+    )
+    add_ab_arguments(p_ab)
+    p_ab.set_defaults(func=cmd_ab)
     return parser
 
 

@@ -54,7 +54,7 @@ class MetricSpec:
     tolerance: float = 0.0  # exact kinds: 0 (a float's rounding aside); noisy: relative, or absolute if abs_tol
     abs_tol: bool = False
     samples: str | None = None  # timing: the Result.samples key that holds the raw per-step values
-    rule: str = "ratio"  # timing: "ratio" (positive times, median ratio) or "shares" (fractions in [0, 1])
+    rule: str = "ratio"  # timing: "ratio" (median ratio), "shares" (fractions in [0, 1]) or "tail" (see verdicts)
     factor: float | None = None  # timing, ratio rule: the effect needed, when not the session's factor
     compared: bool = True  # False: shown, not judged against a baseline (it restates a judged metric)
 
@@ -71,8 +71,8 @@ class MetricSpec:
             raise PerfsuiteError(f"metric {self.name}: kind {self.kind!r} needs better='lower' or 'higher'")
         if not (math.isfinite(self.tolerance) and self.tolerance >= 0):
             raise PerfsuiteError(f"metric {self.name}: tolerance={self.tolerance!r} must be a finite number >= 0")
-        if self.rule not in ("ratio", "shares"):
-            raise PerfsuiteError(f"metric {self.name}: rule={self.rule!r}; write 'ratio' or 'shares'")
+        if self.rule not in ("ratio", "shares", "tail"):
+            raise PerfsuiteError(f"metric {self.name}: rule={self.rule!r}; write 'ratio', 'shares' or 'tail'")
         if self.kind == "timing" and not self.samples:
             raise PerfsuiteError(f"metric {self.name}: a timing metric names its samples key, e.g. samples='step_ms'")
 
@@ -164,34 +164,52 @@ _builtin(
     MetricSpec(
         "step_ms_p99",
         "ms",
-        "noisy",
+        "timing",
         "lower",
         "step-time tail",
         "runner",
-        "99th percentile of the window's step times",
-        tolerance=0.25,
-        compared=False,
+        "99th percentile of the window's step times; judged relative to each run's median",
+        samples="step_ms",
+        rule="tail",
+        factor=1.5,
     ),
     MetricSpec(
         "step_ms_max",
         "ms",
-        "noisy",
+        "timing",
         "lower",
         "step-time tail",
         "runner",
-        "the slowest step of the window (a recompile or a restarted worker shows here)",
-        tolerance=0.5,
-        compared=False,
+        "the slowest step of the window (a recompile or a restarted worker shows here); one step: "
+        "never more than inconclusive alone",
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
     ),
     MetricSpec(
         "stalls",
         "steps",
-        "noisy",
+        "timing",
         "lower",
         "step-time tail",
         "runner",
         "steps of the window slower than 5x the median step",
-        compared=False,
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
+    ),
+    # The step's speed of light: the same step fed one batch kept on the device (after the window).
+    MetricSpec(
+        "input_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "data-bound",
+        "runner",
+        "samples/s over the speed of light's samples/s (the step fed one batch kept on the device, no "
+        "loader); detail: the data-wait band (<5% not input-bound, 5-20% moderately, >20% highly)",
+        tolerance=0.10,
+        abs_tol=True,
     ),
     # Loader side.
     MetricSpec(
@@ -327,6 +345,8 @@ def render_table() -> str:
             rule += f" (±{s.tolerance:g}" + ("" if s.abs_tol else " relative") + ")"
         if s.kind == "timing" and s.rule == "shares":
             rule += f", a rise ≥ {s.tolerance:g} and p < α"
+        elif s.kind == "timing" and s.rule == "tail":
+            rule += f", relative to the run's median, x{s.factor:g} and an exact tail test"
         elif s.kind == "timing":
             rule += f", factor {s.factor:g}" if s.factor else ", the session's factor"
         lines.append(

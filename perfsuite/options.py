@@ -148,6 +148,15 @@ OPTIONS: tuple[Option, ...] = (
         pyproject=False,
     ),
     Option("baselines", str, "baselines", "baseline directory, relative to the rootdir", metavar="DIR"),
+    Option(
+        "baseline_runs",
+        int,
+        1,
+        "runs kept per test in each saved baseline (the newest replaces the oldest); with 3 or more, step-time "
+        "verdicts use the variance between them",
+        metavar="N",
+        minimum=1,
+    ),
     Option("force", bool, False, "compare with baselines recorded on another machine fingerprint"),
     Option("factor", float, DEFAULT_FACTOR, "timing change needed before a comparison counts", metavar="X"),
     Option("alpha", float, DEFAULT_ALPHA, "significance level of timing comparisons", metavar="P"),

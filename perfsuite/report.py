@@ -158,12 +158,31 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
 
 # --------------------------------------------------------------------------- the summary for people
 
-PEOPLE_COLUMNS = ("test", "samples/s", "data-wait", "syncs/step", "AMP low-p", "graphs", "H2D MB/step", "exact held")
+PEOPLE_COLUMNS = (
+    "test",
+    "samples/s",
+    "input eff",
+    "data-wait",
+    "syncs/step",
+    "AMP low-p",
+    "graphs",
+    "H2D MB/step",
+    "exact held",
+)
 
 
 def _figure(result: Result, name: str, fmt: str) -> str:
     metric = result.metric(name)
     return "-" if not metric.available else format(metric.value, fmt)
+
+
+def _input_eff(result: Result) -> str:
+    """``0.82 moderate``: input efficiency with the first word of its data-wait band."""
+    metric = result.metric("input_efficiency")
+    if not metric.available:
+        return "-"
+    band = str(metric.detail.get("band", "")).split(" ")[0].replace("not", "ok")
+    return f"{metric.value:.2f} {band}".rstrip()
 
 
 def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
@@ -177,6 +196,7 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
             (
                 rid,
                 _figure(r, "samples_per_s", ".1f"),
+                _input_eff(r),
                 _figure(r, "data_wait_frac", ".3f"),
                 _figure(r, "syncs_per_step", "g"),
                 _figure(r, "amp_lowp_frac", ".2f"),

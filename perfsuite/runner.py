@@ -51,11 +51,12 @@ class RunSpec:
     mutate: Callable[[Any], None] | None = None
     job_knobs: Mapping[str, Any] = field(default_factory=dict)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
+    sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
 
-        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0)):
+        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
@@ -178,6 +179,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     host_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     delivered = 0
+    last_batch: Any = None
+    sol_ms: list[float] = []
     depth = _mode_depth()
     try:
         for probe in probes:
@@ -212,12 +215,23 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     job.step(batch)
                     clock.mark()
                     host_s.append(time.perf_counter() - t0)
+                    last_batch = batch
                 _synchronize(device)
                 end = time.perf_counter()
         finally:
             for probe in probes:
                 probe.stop()
         epochs_started = batches.epochs - epochs_before
+        # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
+        # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
+        # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
+        # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
+        with dog.phase("speed of light", steps=spec.sol_steps + 1):
+            if job.reference:
+                first = spec.warmup + spec.steps
+                sol_ms = speed_of_light(lambda b, k: view.step(b, first + k), last_batch, device, spec.sol_steps)
+            else:
+                sol_ms = speed_of_light(lambda b, k: job.step(b), last_batch, device, spec.sol_steps)
         with dog.phase("observe", steps=spec.observe_steps):
             for _ in range(spec.observe_steps):
                 batch = next(batches)
@@ -245,6 +259,9 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
+    metrics["input_efficiency"] = input_efficiency(
+        timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps
+    )
     timeline: dict[str, list[float]] = {}
     for probe in probes:
         for metric in probe.metrics(timings):
@@ -262,6 +279,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             "fetch_ms": [s * 1e3 for s in fetch_s],
             "data_wait": shares,
             "epoch_fetch_ms": epoch_fetch_ms,
+            "sol_step_ms": sol_ms,
         },
         fingerprint=Fingerprint.collect(str(device)),
         batch_size=job.batch_size,
@@ -318,3 +336,102 @@ def _core_metrics(t: WindowTimings) -> list[Metric]:
             detail={"factor": STALL_FACTOR, "steps": stalls, "ms": [float(t.step_ms[i]) for i in stalls]},
         ),
     ]
+
+
+# TensorFlow's input-pipeline analyzer: the share of step time waiting for input.
+INPUT_BANDS = ((0.05, "not input-bound"), (0.20, "moderately input-bound"), (float("inf"), "highly input-bound"))
+
+
+def input_band(wait_frac: float) -> str:
+    """``not input-bound`` below 5% data wait, ``moderately input-bound`` 5-20%, ``highly input-bound`` above."""
+    for limit, name in INPUT_BANDS:
+        if wait_frac < limit or limit == float("inf"):
+            return name
+    return INPUT_BANDS[-1][1]
+
+
+def _on_device(batch: Any, device: Any) -> Any:
+    """The batch with every tensor moved to the device once (tuple, list and dict batches)."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _on_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_on_device(v, device) for v in batch)
+    return batch
+
+
+def _clone(batch: Any) -> Any:
+    """A fresh copy per step, so a step that works in place on its input (``x.div_(255)``) sees the same data."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return {k: _clone(v) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_clone(v) for v in batch)
+    return batch
+
+
+def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:
+    """Per-step times (ms) of the step fed one batch kept on the device, with no loader: DALI's fixed-batch test.
+
+    ``step(batch, k)`` is the step the window times (the job's step; for a
+    reference pipeline its ``step(batch, index)`` at the observed steps'
+    indices), called on a copy of the window's last batch moved to the
+    device once (on a CPU run the copy stays in host memory: there is no
+    device to keep it on). One untimed step first; each timed step gets a
+    fresh device-side copy made before its clock starts. Timed like the
+    window: CUDA events on a GPU, the host clock on a CPU.
+    """
+    if steps <= 0 or batch is None:
+        return []
+    resident = _on_device(batch, device)
+    step(_clone(resident), 0)
+    _synchronize(device)
+    starts, ends = _StepClock(device), _StepClock(device)
+    for k in range(steps):
+        fresh = _clone(resident)
+        starts.mark()
+        step(fresh, k)
+        ends.mark()
+    _synchronize(device)
+    if starts.cuda:
+        return [a.elapsed_time(b) for a, b in zip(starts._events, ends._events)]
+    return [(b - a) * 1e3 for a, b in zip(starts._host, ends._host)]
+
+
+def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int, sol_steps: int) -> Metric:
+    """samples/s of the window over the speed of light's samples/s, with the data-wait band."""
+    import numpy as np
+
+    if not sol_ms or sol_samples <= 0:
+        why = (
+            "sol_steps=0: the speed-of-light phase was not run"
+            if sol_steps <= 0
+            else "no batch reached the window, so there was nothing to feed the speed-of-light steps"
+        )
+        return Metric.unavailable("input_efficiency", why, "fraction")
+    sol_step = float(np.median(sol_ms))
+    if sol_step <= 0:
+        return Metric.unavailable("input_efficiency", "the speed-of-light steps took no measurable time", "fraction")
+    delivered = t.samples if t.samples else t.steps * t.batch_size
+    samples_per_s = delivered / t.wall_s
+    sol_per_s = sol_samples / (sol_step / 1e3)
+    wait = sum(t.fetch_s) / t.wall_s if t.wall_s > 0 else 0.0
+    return Metric(
+        "input_efficiency",
+        samples_per_s / sol_per_s,
+        "fraction",
+        detail={
+            "samples_per_s": samples_per_s,
+            "sol_samples_per_s": sol_per_s,
+            "sol_step_ms": sol_step,
+            "sol_steps": len(sol_ms),
+            "data_wait": wait,
+            "band": input_band(wait),
+        },
+    )

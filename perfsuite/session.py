@@ -119,7 +119,9 @@ class PerfSession:
                     except BaselineError as exc:
                         self._problem(out, f"baseline error: {exc}")
                 if self.settings.save:
-                    path = self.store.save(rec.result, rec.result_id, overwrite=True)
+                    path = self.store.save(
+                        rec.result, rec.result_id, overwrite=True, keep_runs=self.settings.baseline_runs
+                    )
                     out.saved.append(path)
                     self.saved.append(path)
         finally:  # whatever goes wrong with one record, the verdicts reached so far stay in the report
@@ -202,6 +204,9 @@ class PerfSession:
                         "(nox -s baseline), or pass --perfsuite-force to compare anyway"
                     )
             committed = self.exact_store(head).loaded
+            runs = (
+                self.store.load_runs(head.fingerprint, rid) if base.fingerprint.key() == head.fingerprint.key() else []
+            )
             verdicts = compare_results(
                 base,
                 head,
@@ -210,6 +215,7 @@ class PerfSession:
                 alpha=s.alpha,
                 force=s.force,
                 only=(lambda spec: not spec.exact) if committed else None,
+                base_runs=runs,
             )
         except FingerprintMismatch as exc:
             self._problem(out, f"comparison refused: {exc}")

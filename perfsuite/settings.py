@@ -56,6 +56,7 @@ class Settings:
     warmup: int | None = None
     observe_steps: int | None = None
     baselines: Path = Path("baselines")
+    baseline_runs: int = 1
     save: bool = False
     compare: bool = False
     update_exact: bool = False
@@ -172,6 +173,7 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         inject=(inject,) if isinstance(inject, str) else tuple(inject),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
         worker_gpus=str(pick("worker_gpus", "auto")[0]),
+        baseline_runs=int(pick("baseline_runs", 1)[0]),
         **{
             name: float(pick(name, options.BY_NAME[name].default)[0])
             for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")

@@ -340,6 +340,75 @@ def compare_timing(
     return TimingComparison(outcome, base_median, head_median, log_ratio, p_slower, p_faster, interval, reason)
 
 
+MIN_BASE_RUNS = 3  # runs a baseline needs before its between-run variance is used
+
+
+def compare_between_runs(
+    base_runs: Sequence[Sequence[float]],
+    head: Sequence[float],
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+    min_samples: int = MIN_SAMPLES,
+) -> TimingComparison:
+    """Judge head's step times against a baseline of several runs, with the variance *between* runs.
+
+    With k >= 3 base runs, let m_i be the log median of base run i, mu and s
+    their mean and standard deviation, and h head's log median. Regressed:
+    h - mu > log(factor), AND the one-sided prediction-interval test
+    t = (h - mu) / (s * sqrt(1 + 1/k)) with k - 1 degrees of freedom gives
+    p < alpha (head lies beyond what run-to-run drift produced in the base),
+    AND Mann-Whitney of head against the pooled base steps gives p < alpha.
+    Improved is the mirror image. Unchanged: |h - mu| <= log(factor) and
+    neither test fires. Anything else is inconclusive. When the base runs do
+    not vary (s = 0) or fewer than 3 runs are stored, the single-run rule
+    (:func:`compare_timing`) judges the newest run.
+    """
+    from scipy.stats import t as t_dist
+
+    _validate_rule(factor, alpha)
+    runs = [list(r) for r in base_runs if len(r) >= min_samples and min(r) > 0]
+    if len(runs) < MIN_BASE_RUNS or len(head) < min_samples or min(head) <= 0:
+        return compare_timing(runs[-1] if runs else [], head, factor, alpha, min_samples)
+    logs = [math.log(median(r)) for r in runs]
+    k = len(logs)
+    mu = sum(logs) / k
+    sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / (k - 1))
+    if sd == 0.0:
+        return compare_timing(runs[-1], head, factor, alpha, min_samples)
+    h = math.log(median(head))
+    diff = h - mu
+    t = diff / (sd * math.sqrt(1 + 1 / k))
+    p_slower, p_faster = float(t_dist.sf(t, k - 1)), float(t_dist.cdf(t, k - 1))
+    pooled = [x for r in runs for x in r]
+    mw_slower = mann_whitney_u(head, pooled, "greater").p_value
+    mw_faster = mann_whitney_u(pooled, head, "greater").p_value
+    log_factor = math.log(factor)
+    spread = f"between-run sd x{math.exp(sd):.3f} over {k} base runs"
+    if diff > log_factor and p_slower < alpha and mw_slower < alpha:
+        outcome, reason = (
+            Outcome.REGRESSED,
+            f"slower by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_slower:.2g})",
+        )
+    elif diff < -log_factor and p_faster < alpha and mw_faster < alpha:
+        outcome, reason = (
+            Outcome.IMPROVED,
+            f"faster by more than x{factor:g}, beyond the base runs' drift ({spread}, p={p_faster:.2g})",
+        )
+    elif abs(diff) <= log_factor:
+        outcome, reason = Outcome.UNCHANGED, f"within x{1 / factor:.3g}..x{factor:g} of the base runs ({spread})"
+    else:
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            (
+                f"moved by x{math.exp(diff):.3f}, within what the base runs drift "
+                f"({spread}, p={min(p_slower, p_faster):.2g})"
+            ),
+        )
+    return TimingComparison(
+        outcome, math.exp(mu), math.exp(h), diff, min(p_slower, 1.0), min(p_faster, 1.0), None, reason
+    )
+
+
 def block_medians(samples: Sequence[float], blocks: int) -> list[float]:
     """Medians of ``blocks`` consecutive, near-equal slices of the samples (in measurement order)."""
     blocks = max(1, min(blocks, len(samples)))
@@ -410,13 +479,16 @@ def compare_results(
     alpha: float = DEFAULT_ALPHA,
     force: bool = False,
     only: Callable[[registry.MetricSpec], bool] | None = None,
+    base_runs: Sequence[Result] = (),
 ) -> list[Verdict]:
     """Verdicts for head against base, one per registered metric that either measured.
 
     Metrics neither side measured (GPU telemetry on a CPU) are left out:
     nothing was compared. ``only`` picks metrics by spec (the plugin judges
-    exact ones against the committed file instead). Failing verdicts carry
-    their likely cause.
+    exact ones against the committed file instead). ``base_runs``: every run
+    a multi-run baseline holds (``base`` is the newest); with 3 or more,
+    step_ms is judged with the variance between them
+    (:func:`compare_between_runs`). Failing verdicts carry their likely cause.
     """
     _validate_rule(factor, alpha)
     base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
@@ -434,8 +506,31 @@ def compare_results(
         b, h = base.metric(spec.name), head.metric(spec.name)
         if not b.available and not h.available:
             continue
+        if spec.name == "step_ms" and len(base_runs) >= MIN_BASE_RUNS and b.available and h.available:
+            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head))
+            continue
         verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head))
     return verdicts
+
+
+def _judge_between_runs(
+    spec: registry.MetricSpec, base_runs: Sequence[Result], head: Result, test_id: str, factor: float, alpha: float
+) -> Verdict:
+    per_sample = any(r.batch_size != head.batch_size for r in base_runs)
+    runs = [
+        _per_sample(r, r.samples.get("step_ms", [])) if per_sample else list(r.samples.get("step_ms", []))
+        for r in base_runs
+    ]
+    h_samples = _per_sample(head, head.samples.get("step_ms", [])) if per_sample else list(head.samples["step_ms"])
+    t = compare_between_runs(runs, h_samples, factor, alpha)
+    if t.log_ratio is None:
+        return Verdict(test_id, spec.name, None, None, None, t.outcome, f"step_ms {t.outcome}: {t.reason}")
+    unit = "ms per sample" if per_sample else spec.unit
+    message = (
+        f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+        f"(x{t.ratio:.3f}, {len(base_runs)} base runs){_tail(base_runs[-1], head, 'step_ms')}: {t.reason}"
+    )
+    return Verdict(test_id, spec.name, t.base_median, t.head_median, t.ratio, t.outcome, message)
 
 
 def judge_metric(
@@ -550,6 +645,8 @@ def _judge_samples(
             Outcome.INCONCLUSIVE,
             f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite",
         )
+    if spec.rule == "tail":
+        return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
     if spec.rule == "shares":
         t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
         if t.log_ratio is None:
@@ -584,6 +681,152 @@ def _judge_samples(
         f": {t.reason}"
     )
     return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+
+
+STALL_FACTOR = 5.0  # as the runner counts stalls: steps slower than 5x their run's median
+
+
+def exceedance_p(base: Sequence[float], head: Sequence[float]) -> tuple[int, float]:
+    """(k, p): k head samples lie above every base sample; p = C(n_head, k) / C(n, k) is the chance of that
+    under "no change" (the top k of both runs pooled all fall in head), an exact, distribution-free tail test."""
+    top = max(base)
+    k = sum(1 for x in head if x > top)
+    if k == 0:
+        return 0, 1.0
+    return k, math.comb(len(head), k) / math.comb(len(base) + len(head), k)
+
+
+def compare_tail(
+    metric: str,
+    base: Sequence[float],
+    head: Sequence[float],
+    factor: float,
+    alpha: float = DEFAULT_ALPHA,
+    min_samples: int = MIN_SAMPLES,
+) -> TimingComparison:
+    """Judge the step-time tail of one run against another, relative to each run's own median.
+
+    Dividing by the run's median leaves the shape of the tail: a uniformly
+    slower run (a busy machine, or a real slowdown, which step_ms judges) has
+    the same tail, a periodic hiccup or a stall does not.
+
+    * ``step_ms_p99``: regressed when the normalised p99 grew by ``factor``
+      AND at least two head steps lie above the slowest base step with exact
+      exceedance p < alpha (:func:`exceedance_p`); grew without that:
+      inconclusive; improved is the mirror image; else unchanged.
+    * ``step_ms_max``: one step is never certain: grown by ``factor`` is
+      inconclusive (``recompiles`` is the exact check of a recompile stall),
+      else unchanged.
+    * ``stalls`` (steps > 5x the median): regressed when the count rose to at
+      least twice the base's plus two AND a one-sided Fisher exact test of the
+      stall rates gives p < alpha; any other rise of two or more:
+      inconclusive; else unchanged (fewer stalls: improved, same test).
+
+    ``log_ratio`` holds log(head / base) of the normalised statistic (for
+    stalls: of count + 1). A single run pair is all this sees, so the rule
+    asks for large and certain effects; ``perfsuite ab`` judges tails across
+    many runs.
+    """
+    import numpy as np
+
+    if len(base) < min_samples or len(head) < min_samples:
+        return TimingComparison(
+            Outcome.INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
+        )
+    if min(base) <= 0 or min(head) <= 0:
+        return TimingComparison(
+            Outcome.INCONCLUSIVE, None, None, None, None, None, None, "samples must be positive times"
+        )
+    b = np.asarray(base, dtype=float) / median(base)
+    h = np.asarray(head, dtype=float) / median(head)
+    if metric == "stalls":
+        from scipy.stats import fisher_exact
+
+        sb, sh = int((b > STALL_FACTOR).sum()), int((h > STALL_FACTOR).sum())
+        table = [[sh, len(h) - sh], [sb, len(b) - sb]]
+        p_slower = float(fisher_exact(table, alternative="greater").pvalue)
+        p_faster = float(fisher_exact(table, alternative="less").pvalue)
+        log_ratio = math.log((sh + 1) / (sb + 1))
+        if sh >= factor * sb + 2 and p_slower < alpha:
+            outcome, reason = Outcome.REGRESSED, f"{sb} -> {sh} stalls, Fisher p={p_slower:.2g}"
+        elif sb >= factor * sh + 2 and p_faster < alpha:
+            outcome, reason = Outcome.IMPROVED, f"{sb} -> {sh} stalls, Fisher p={p_faster:.2g}"
+        elif abs(sh - sb) >= 2:
+            outcome, reason = (
+                Outcome.INCONCLUSIVE,
+                (
+                    f"{sb} -> {sh} stalls, not certain from one run each "
+                    f"(Fisher p={min(p_slower, p_faster):.2g}); compare with perfsuite ab"
+                ),
+            )
+        else:
+            outcome, reason = Outcome.UNCHANGED, f"{sb} -> {sh} stalls"
+        return TimingComparison(outcome, float(sb), float(sh), log_ratio, p_slower, p_faster, None, reason)
+    if metric == "step_ms_max":
+        top_b, top_h = float(b.max()), float(h.max())
+        log_ratio = math.log(top_h / top_b)
+        if abs(log_ratio) >= math.log(factor):
+            outcome, reason = (
+                Outcome.INCONCLUSIVE,
+                (
+                    f"the slowest step moved from x{top_b:.3g} to x{top_h:.3g} the run's "
+                    "median; one step cannot be certain (recompiles is the exact check)"
+                ),
+            )
+        else:
+            outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
+        return TimingComparison(outcome, top_b, top_h, log_ratio, None, None, None, reason)
+    q_b, q_h = float(np.percentile(b, 99)), float(np.percentile(h, 99))
+    log_ratio = math.log(q_h / q_b)
+    k_up, p_slower = exceedance_p(b.tolist(), h.tolist())
+    k_down, p_faster = exceedance_p(h.tolist(), b.tolist())
+    log_factor = math.log(factor)
+    if log_ratio >= log_factor and k_up >= 2 and p_slower < alpha:
+        outcome, reason = (
+            Outcome.REGRESSED,
+            (
+                f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median; {k_up} steps beyond "
+                f"the slowest base step (exact p={p_slower:.2g})"
+            ),
+        )
+    elif log_ratio <= -log_factor and k_down >= 2 and p_faster < alpha:
+        outcome, reason = Outcome.IMPROVED, f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median (exact p={p_faster:.2g})"
+    elif abs(log_ratio) >= log_factor:
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            (
+                f"p99 x{q_b:.3g} -> x{q_h:.3g} the run's median, not certain from "
+                f"one run each (p={min(p_slower, p_faster):.2g}); compare with "
+                "perfsuite ab"
+            ),
+        )
+    else:
+        outcome, reason = Outcome.UNCHANGED, f"within x{factor:g} relative to the median"
+    return TimingComparison(outcome, q_b, q_h, log_ratio, p_slower, p_faster, None, reason)
+
+
+def _judge_tail(
+    spec: registry.MetricSpec,
+    base: Result,
+    head: Result,
+    test_id: str,
+    b_samples: Sequence[float],
+    h_samples: Sequence[float],
+    alpha: float,
+) -> Verdict:
+    name = spec.name
+    t = compare_tail(name, b_samples, h_samples, spec.factor or 2.0, alpha)
+    b, h = base.value(name), head.value(name)
+    message = f"{name} {format_value(b)} -> {format_value(h)} (n={len(b_samples)}/{len(h_samples)}): {t.reason}"
+    ratio = _ratio(b, h) if name != "stalls" else None
+    return Verdict(test_id, name, b, h, ratio, t.outcome, message)
 
 
 def _tail(base: Result, head: Result, name: str) -> str:

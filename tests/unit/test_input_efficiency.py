@@ -1,0 +1,101 @@
+"""Input efficiency: the window's samples/s over the step's speed of light (one batch kept on the device)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfsuite.knobs import Knobs
+from perfsuite.probes.base import WindowTimings
+from perfsuite.probes.syncs import SyncProbe
+from perfsuite.runner import RunSpec, input_band, input_efficiency, run
+from perfsuite.verdicts import Outcome, check_thresholds, parse_threshold
+
+
+@pytest.mark.parametrize(
+    "wait,band",
+    [
+        (0.0, "not input-bound"),
+        (0.0499, "not input-bound"),
+        (0.05, "moderately input-bound"),
+        (0.1999, "moderately input-bound"),
+        (0.2, "highly input-bound"),
+        (0.9, "highly input-bound"),
+    ],
+)
+def test_tensorflow_bands(wait, band):
+    assert input_band(wait) == band
+
+
+def test_efficiency_is_window_rate_over_speed_of_light_rate():
+    # 10 steps of batch 8 in 2 s = 40 samples/s; speed of light 8 samples per 100 ms = 80 samples/s.
+    t = WindowTimings(start_s=0.0, end_s=2.0, steps=10, batch_size=8, fetch_s=[0.03] * 10, samples=80)
+    m = input_efficiency(t, [120.0, 100.0, 90.0], 8, 3)
+    assert m.value == pytest.approx(0.5)
+    assert m.detail["sol_step_ms"] == 100.0 and m.detail["sol_samples_per_s"] == pytest.approx(80.0)
+    assert m.detail["data_wait"] == pytest.approx(0.15) and m.detail["band"] == "moderately input-bound"
+
+
+def test_without_speed_of_light_steps_it_is_unavailable_with_the_reason():
+    t = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=8, samples=16)
+    m = input_efficiency(t, [], 8, 0)
+    assert not m.available and "sol_steps=0" in m.reason
+
+
+def test_bound_by_min_input_efficiency():
+    from perfsuite.results import Fingerprint, Metric, Result
+
+    threshold = parse_threshold("min_input_efficiency", 0.9)
+    result = Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics={"input_efficiency": Metric("input_efficiency", 0.5)},
+        samples={},
+        fingerprint=Fingerprint.collect("cpu"),
+        batch_size=8,
+        steps=2,
+        warmup=0,
+    )
+    (v,) = check_thresholds(result, "t", [threshold])
+    assert v.outcome is Outcome.FAIL and v.message == "input_efficiency 0.5 < 0.9"
+
+
+def _run(sol_steps):
+    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=2, device="cpu")
+    return run(
+        RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=1, observe_steps=4, sol_steps=sol_steps),
+        probes=[SyncProbe()],
+    )
+
+
+@pytest.mark.slow
+def test_a_run_measures_it_after_the_window_and_leaves_the_observed_steps_alone():
+    with_sol, without = _run(3), _run(0)
+    m = with_sol.metric("input_efficiency")
+    assert m.available and m.value > 0 and m.detail["sol_steps"] == 3
+    assert m.detail["band"] in ("not input-bound", "moderately input-bound", "highly input-bound")
+    assert len(with_sol.samples["sol_step_ms"]) == 3 and without.samples["sol_step_ms"] == []
+    assert not without.metric("input_efficiency").available
+    # the speed-of-light steps reuse the observed steps' indices: the exact counts are those of a run without them
+    assert with_sol.value("syncs_per_step") == without.value("syncs_per_step") == 0.5
+
+
+@pytest.mark.slow
+def test_a_users_job_gets_it_through_its_own_step(tmp_path):
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
+    sys.path.insert(0, str(example))
+    try:
+        import make_data
+        import perf_jobs
+
+        faces = make_data.write_dataset(tmp_path / "faces", count=8, size=32)
+        job = perf_jobs.face_job(faces, "cpu", "cpu", workers=0)
+        result = run(RunSpec(job, steps=3, warmup=1, observe_steps=2, sol_steps=2))
+    finally:
+        sys.path.remove(str(example))
+    m = result.metric("input_efficiency")
+    assert m.available and m.value > 0 and len(result.samples["sol_step_ms"]) == 2
+    assert result.value("syncs_per_step") == 1  # the user's loss.item(), counted in the observed steps only
