@@ -46,6 +46,8 @@ class PropertyViolation(AugmentationError, AssertionError):
     ``seed`` hold the (shrunk) input that shows it, for the report.
     """
 
+    cause: str | None = None  # the classified cause (perfsuite.augment.hints), when one was found
+
     def __init__(self, prop: str, message: str, sample: int | None = None) -> None:
         where = f" in sample {sample}" if sample is not None else ""
         super().__init__(f"{prop}{where}: {message}")
@@ -83,3 +85,10 @@ class RunTimeout(PerfsuiteError):
         self.deadline_s = deadline_s
         self.workers = workers
         self.stacks = stacks
+
+
+class PropertyArgumentError(AugmentationError):
+    """``check_paired_augmentation`` (or a strategy) got arguments it cannot check with.
+
+    The message names the parameter as the caller wrote it and a value that works.
+    """

@@ -82,8 +82,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_pytest_options(group.addoption)  # every option, its help and default, from the one table
 
 
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis's plugin reads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    _hypothesis_profiles(config)
     opt = config.getoption
     from perfsuite.options import pytest_options
 
@@ -455,3 +457,18 @@ def _shown(path: Any, root: Any) -> str:
         return str(Path(path).relative_to(root))
     except ValueError:
         return str(path)
+
+
+def _hypothesis_profiles(config: pytest.Config) -> None:
+    """Register perfsuite's ci/dev/nightly profiles and load the chosen one (perfsuite/hypothesis_profiles.py)."""
+    try:
+        from perfsuite import hypothesis_profiles as hp
+    except ImportError:  # pragma: no cover
+        return
+    hp.register()
+    try:
+        name = hp.choose(config.getoption("hypothesis_profile", None))
+        if name:
+            hp.load(name)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None

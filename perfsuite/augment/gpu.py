@@ -211,7 +211,7 @@ class GpuAugment(nn.Module):
         if images.shape[1] == 1:
             gain, luma = b * c, images
         else:
-            basis = self._jitter_basis.to(images.device, images.dtype)
+            basis: torch.Tensor = self._jitter_basis.to(images.device, images.dtype)  # type: ignore[assignment]
             t = 2.0 * math.pi * p["hue"]
             sat = p["saturation"]
             weights = torch.stack([torch.ones_like(t), sat * torch.cos(t), sat * torch.sin(t)], 1).to(images.dtype)

@@ -104,7 +104,7 @@ class PairedCutMix(nn.Module):
         boxes = torch.stack([x0, y0, x0 + w, y0 + h], dim=1)
         return CutMixParams(applied, partner, boxes)
 
-    def apply(
+    def apply(  # type: ignore[override]  # Kornia's draw/apply split; nn.Module.apply(fn) is not used on a mix
         self, images: torch.Tensor, masks: torch.Tensor, params: CutMixParams
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Paste each sample's box from its partner, into images and masks alike."""

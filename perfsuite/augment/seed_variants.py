@@ -81,7 +81,7 @@ class BilinearMasks(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.aug = KA.AugmentationSequential(*_seed_geometry(), data_keys=["input", "input"])
+        self.aug = KA.AugmentationSequential(*_seed_geometry(), data_keys=["input", "input"])  # type: ignore[arg-type]
 
     def forward(self, images: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         shifted = masks.unsqueeze(1).float().expand(-1, 3, -1, -1) - IGNORE

@@ -10,24 +10,29 @@ back to its labels.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from hypothesis import strategies as st
 
+from perfsuite.augment.labels import LabelSpace
+
 MIN_SIDE, MAX_SIDE = 9, 48
 MAX_BATCH = 4
 MIN_CELL = 3
+LABELS_PER_SAMPLE = 6
+PALETTE_COLOURS = 26  # checks.PALETTE: labels per batch, ignore index included
 
 
 @dataclass(frozen=True)
 class MaskBatch:
-    """A batch of label masks ``[B, H, W]`` uint8 and the label space they live in."""
+    """A batch of label masks ``[B, H, W]`` (any integer dtype) and the label space they live in."""
 
     masks: np.ndarray
     num_classes: int
-    ignore_index: int
+    ignore_index: int | None
 
     @cached_property
     def labels(self) -> tuple[frozenset[int], ...]:
@@ -37,7 +42,7 @@ class MaskBatch:
     def __repr__(self) -> str:  # what a falsifying example prints
         b, h, w = self.masks.shape
         sets = ", ".join(str(sorted(s)) for s in self.labels)
-        return f"MaskBatch(B={b}, H={h}, W={w}, labels=[{sets}])"
+        return f"MaskBatch(B={b}, H={h}, W={w}, dtype={self.masks.dtype}, labels=[{sets}])"
 
 
 def _cell_index(side: int) -> tuple[int, np.ndarray]:
@@ -48,14 +53,22 @@ def _cell_index(side: int) -> tuple[int, np.ndarray]:
 
 
 @st.composite
-def masks(draw, height: int, width: int, labels: list[int], extra: list[int] = (), max_shapes: int = 4):
-    """One ``[H, W]`` uint8 mask: background from ``labels``, shapes from ``labels + extra``.
+def masks(
+    draw,
+    height: int,
+    width: int,
+    labels: list[int],
+    extra: Sequence[int] = (),
+    max_shapes: int = 4,
+    dtype: str = "uint8",
+):
+    """One ``[H, W]`` mask of ``dtype``: background from ``labels``, shapes from ``labels + extra``.
 
     ``extra`` is where the ignore index goes: a region of it, never the background.
     """
     gh, row = _cell_index(height)
     gw, col = _cell_index(width)
-    coarse = np.full((gh, gw), draw(st.sampled_from(labels)), dtype=np.uint8)
+    coarse = np.full((gh, gw), draw(st.sampled_from(labels)), dtype=dtype)
     for _ in range(draw(st.integers(0, max_shapes))):
         label = draw(st.sampled_from(list(labels) + list(extra)))
         y0, x0 = draw(st.integers(0, gh - 1)), draw(st.integers(0, gw - 1))
@@ -70,11 +83,73 @@ def masks(draw, height: int, width: int, labels: list[int], extra: list[int] = (
     return coarse[row][:, col]
 
 
+REGION_MIN_SIDE = 32  # regions() needs room for a 2x2 grid of measurable blobs
+
+
+@st.composite
+def regions(draw, height: int, width: int, labels: list[int], dtype: str = "uint8"):
+    """One ``[H, W]`` mask of compact blobs for the sub-pixel check: a background and one ellipse per cell.
+
+    The frame less a 3-px margin is split into 2x2 (3x2 / 2x3 / 3x3 on larger sides) cells; each
+    holds an ellipse of another label, at least 2 px from its cell's edges, with
+    radii from a fifth to a third of the cell: regions large, compact and
+    inside the frame, as :mod:`perfsuite.augment.alignment` needs to measure them
+    (>= 48 px at sides >= 32; most of them far more after an upscale).
+    """
+    rows, cols = (3 if height >= 54 else 2), (3 if width >= 54 else 2)
+    out = np.full((height, width), labels[0], dtype=dtype)
+    others = list(labels[1:]) or list(labels)
+    yy, xx = np.mgrid[0:height, 0:width]
+    for k in range(rows * cols):
+        r, c = divmod(k, cols)
+        # cells tile the frame less a 3-px margin: a region near the frame is not measured
+        y0, y1 = 3 + (height - 6) * r // rows, 3 + (height - 6) * (r + 1) // rows
+        x0, x1 = 3 + (width - 6) * c // cols, 3 + (width - 6) * (c + 1) // cols
+        ch, cw = y1 - y0, x1 - x0
+        ry = draw(st.integers(max(3, ch // 5), max(3, ch // 3)))
+        rx = draw(st.integers(max(3, cw // 5), max(3, cw // 3)))
+        cy = draw(st.integers(y0 + 2 + ry, max(y0 + 2 + ry, y1 - 3 - ry)))
+        cx = draw(st.integers(x0 + 2 + rx, max(x0 + 2 + rx, x1 - 3 - rx)))
+        inside = ((yy - cy) / (ry + 0.5)) ** 2 + ((xx - cx) / (rx + 0.5)) ** 2 <= 1.0
+        out[inside] = others[k % len(others)]
+    return out
+
+
+def class_labels(space: LabelSpace) -> st.SearchStrategy[int]:
+    """Classes from the whole declared range: its ends and lossy-cast boundaries on purpose, any other at random.
+
+    Shrinks towards 0; a 300-class space draws 257 and 299 (bfloat16 rounds
+    both), a 70,000-class space 65,536 (uint16 wraps it).
+    """
+    return st.one_of(st.sampled_from(space.boundary_labels()), st.integers(0, space.num_classes - 1))
+
+
+def sizes(
+    output_size: tuple[int, int] | None = None,
+    *,
+    min_side: int = MIN_SIDE,
+    max_side: int = MAX_SIDE,
+    max_ratio: float = 1.5,
+) -> st.SearchStrategy[tuple[int, int]]:
+    """(H, W) of the input masks.
+
+    Without ``output_size``: each side in ``min_side..max_side``. With it (a
+    transform that crops or resizes to a fixed size): each side from the
+    output side up to ``max_ratio`` times it, so a 512-px crop sees 512..768-px
+    masks, never a 9-px mask upscaled 50 times, where every pixel is a
+    resampling boundary.
+    """
+    if output_size is None:
+        return st.tuples(st.integers(min_side, max_side), st.integers(min_side, max_side))
+    oh, ow = (int(v) for v in output_size)
+    return st.tuples(st.integers(oh, max(oh, int(oh * max_ratio))), st.integers(ow, max(ow, int(ow * max_ratio))))
+
+
 @st.composite
 def mask_batches(
     draw,
     num_classes: int = 19,
-    ignore_index: int = 255,
+    ignore_index: int | None = 255,
     *,
     min_batch: int = 1,
     max_batch: int = MAX_BATCH,
@@ -82,28 +157,52 @@ def mask_batches(
     max_side: int = MAX_SIDE,
     distinct_samples: bool = False,
     with_ignore: bool = True,
+    mask_dtype: str | None = None,
+    output_size: tuple[int, int] | None = None,
+    labels_per_sample: int = LABELS_PER_SAMPLE,
+    prefer_labels: tuple[int, ...] = (),
+    space: LabelSpace | None = None,
+    blobs: bool = False,
 ) -> MaskBatch:
     """Batches of structured masks: odd and non-square sizes, single-class masks included.
 
-    distinct_samples gives each sample labels no other sample uses (sample i
-    draws from ``{i, i+B, i+2B, ...}``), so a label tells which sample a pixel
-    came from: the pairing properties rely on it.
+    Labels come from the whole declared range (:func:`class_labels`), at most
+    ``labels_per_sample`` per sample; ``prefer_labels`` (e.g. the labels a
+    flip swaps) are offered first. distinct_samples gives each sample labels
+    no other sample uses, so a label tells which sample a pixel came from:
+    the pairing properties rely on it. ``output_size``: see :func:`sizes`.
+    ``blobs``: masks of compact regions (:func:`regions`), sides from
+    ``REGION_MIN_SIDE``, for the sub-pixel check.
     """
-    if not 2 <= num_classes <= ignore_index <= 255:
-        raise ValueError(
-            f"mask_batches needs 2 <= num_classes <= ignore_index <= 255 (uint8 masks), "
-            f"got num_classes={num_classes}, ignore_index={ignore_index}"
-        )
-    b = draw(st.integers(min_batch, max_batch))
-    h = draw(st.integers(min_side, max_side))
-    w = draw(st.integers(min_side, max_side))
-    out = []
-    for i in range(b):
-        labels = list(range(i, num_classes, b)) if distinct_samples else list(range(num_classes))
-        labels = labels[:6]  # a handful per sample keeps palettes well separated
-        extra = [ignore_index] if with_ignore else []
-        out.append(draw(masks(h, w, labels, extra)))
-    return MaskBatch(np.stack(out), num_classes, ignore_index)
+    if blobs:
+        min_side, max_side = max(min_side, REGION_MIN_SIDE), max(max_side, REGION_MIN_SIDE)
+    if space is None:
+        space = LabelSpace.declare(num_classes, ignore_index, mask_dtype=mask_dtype)
+    cap = min(max_batch, space.num_classes) if distinct_samples else max_batch
+    b = draw(st.integers(min(min_batch, cap), cap))
+    if output_size is None:  # two plain draws shrink independently towards min_side
+        h, w = draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side))
+    else:
+        h, w = draw(sizes(output_size, min_side=min_side, max_side=max_side))
+    k = max(1, min(labels_per_sample, (PALETTE_COLOURS - 2) // b))
+    values = class_labels(space)
+    if prefer_labels:
+        values = st.one_of(st.sampled_from(sorted(prefer_labels)), values)
+    n_labels = min(space.num_classes, b * k)
+    if distinct_samples:
+        least = min(n_labels, b * k) if blobs else b  # blobs: every cell its own label where the palette allows
+        pool = draw(st.lists(values, min_size=least, max_size=n_labels, unique=True))
+        per_sample = [pool[i::b] for i in range(b)]
+    else:
+        least = min(space.num_classes, k) if blobs else 1
+        pool = draw(st.lists(values, min_size=least, max_size=min(space.num_classes, k), unique=True))
+        per_sample = [pool] * b
+    extra = [space.ignore_index] if with_ignore and space.ignore_index is not None else []
+    if blobs:
+        out = [draw(regions(h, w, labels, dtype=space.mask_dtype)) for labels in per_sample]
+    else:
+        out = [draw(masks(h, w, labels, extra, dtype=space.mask_dtype)) for labels in per_sample]
+    return MaskBatch(np.stack(out), space.num_classes, space.ignore_index)
 
 
 def seeds() -> st.SearchStrategy[int]:

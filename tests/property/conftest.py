@@ -1,15 +1,9 @@
-"""Hypothesis profiles for the property suite, picked by ``PERFSUITE_HYPOTHESIS_PROFILE`` (default ``ci``).
+"""The property suite runs under perfsuite's shipped ``ci`` profile unless told otherwise.
 
-``pytest --hypothesis-profile=nightly`` overrides the variable (Hypothesis'
-own pytest plugin loads it after this file registers it).
-
-* ``ci``: derandomized, so a red CI run is reproducible and a green one is
-  not luck; bounded examples so the suite stays well under a minute on 2 cores.
-* ``dev``: random, a few more examples, failures remembered in the local database.
-* ``nightly``: many examples, to find what ``ci`` never draws.
-
-No deadlines anywhere: Kornia's first call and shared CI cores make
-per-example timings noise, and timings are not what these tests check.
+The profiles (``ci``, ``dev``, ``nightly``) are registered by perfsuite's pytest
+plugin (perfsuite/hypothesis_profiles.py), so users get them too;
+``PERFSUITE_HYPOTHESIS_PROFILE`` or ``--hypothesis-profile`` picks one. This
+suite defaults to ``ci`` even outside CI, as it always has.
 """
 
 from __future__ import annotations
@@ -17,28 +11,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
-_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-# No explain phase in ci: it reruns the shrunk failure with each part varied, and on the negative
-# controls that is most of the suite's time; the shrunk example and message say enough.
-_NO_EXPLAIN = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
-settings.register_profile(
-    "ci", max_examples=30, derandomize=True, database=None, print_blob=True, phases=_NO_EXPLAIN, **_COMMON
-)
-settings.register_profile("dev", max_examples=50, **_COMMON)
-settings.register_profile("nightly", max_examples=1000, **_COMMON)
+from perfsuite import hypothesis_profiles
 
 
 def pytest_configure(config) -> None:
-    """Load the profile unless ``--hypothesis-profile`` already did (this conftest loads after that option)."""
-    if config.getoption("hypothesis_profile", None):
+    """Default this suite to ``ci`` when neither ``--hypothesis-profile`` nor the variable chose."""
+    if config.getoption("hypothesis_profile", None) or os.environ.get(hypothesis_profiles.ENV):
         return
-    name = os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")
-    if name not in ("ci", "dev", "nightly"):
-        raise pytest.UsageError(f"PERFSUITE_HYPOTHESIS_PROFILE={name!r} is not a profile; write ci, dev or nightly")
-    settings.load_profile(name)
+    hypothesis_profiles.load("ci")
 
 
 NUM_CLASSES = 19  # seed 000's face parsing

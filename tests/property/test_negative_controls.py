@@ -27,12 +27,12 @@ def _search(at_least: int) -> settings:
     return settings(settings.default, max_examples=max(settings.default.max_examples, at_least))
 
 
-def _caught(fn, at_least: int = 40, **declared) -> PropertyViolation:
+def _caught(fn, at_least: int = 40, max_side: int = MAX_SIDE, **declared) -> PropertyViolation:
     with pytest.raises(PropertyViolation) as info:
         check_paired_augmentation(fn, num_classes=NUM_CLASSES, settings=_search(at_least), **declared)
     err = info.value
     b, h, w = err.example.masks.shape
-    assert b <= MAX_BATCH and max(h, w) <= MAX_SIDE, f"shrunk only to B={b}, {h}x{w}: {err}"
+    assert b <= MAX_BATCH and max(h, w) <= max_side, f"shrunk only to B={b}, {h}x{w}: {err}"
     print(f"{err.example} seed={err.seed}: {err}")  # shown with -s / -rA: the report quotes these
     return err
 
@@ -58,7 +58,10 @@ def test_seed_advanced_is_caught():
 
 
 def test_independent_parameters_are_caught_by_alignment():
-    err = _caught(sv.IndependentParams(), photometric=False)
+    # Independently drawn geometry shows as misalignment only where the two draws differ by more than the
+    # checker's one-pixel margin, which on the smallest frames depends on the draw: it has shrunk to 9x38
+    # in some full-suite orders (Kornia draws from torch's global generator), so the side bound is looser here.
+    err = _caught(sv.IndependentParams(), photometric=False, max_side=40)
     assert err.prop == "alignment"
 
 
