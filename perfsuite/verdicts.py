@@ -274,6 +274,19 @@ class TimingComparison:
     def ratio(self) -> float | None:
         return None if self.log_ratio is None else math.exp(self.log_ratio)
 
+    @classmethod
+    def undecided(cls, reason: str) -> TimingComparison:
+        """Inconclusive before any statistic was formed, with the reason."""
+        return cls(Outcome.INCONCLUSIVE, None, None, None, None, None, None, reason)
+
+
+def _too_few(base: Sequence[float], head: Sequence[float], min_samples: int) -> TimingComparison | None:
+    if len(base) < min_samples or len(head) < min_samples:
+        return TimingComparison.undecided(
+            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)"
+        )
+    return None
+
 
 def compare_timing(
     base: Sequence[float],
@@ -300,21 +313,10 @@ def compare_timing(
     keeps tiny real differences quiet. Measured rates: scripts/verdict_power.py.
     """
     _validate_rule(factor, alpha)
-    if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(
-            Outcome.INCONCLUSIVE,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
-        )
+    if (short := _too_few(base, head, min_samples)) is not None:
+        return short
     if min(base) <= 0 or min(head) <= 0:
-        return TimingComparison(
-            Outcome.INCONCLUSIVE, None, None, None, None, None, None, "samples must be positive times to form a ratio"
-        )
+        return TimingComparison.undecided("samples must be positive times to form a ratio")
     base_median, head_median = median(base), median(head)
     log_ratio = math.log(head_median) - math.log(base_median)
     p_slower = mann_whitney_u(head, base, "greater").p_value
@@ -436,17 +438,8 @@ def compare_shares(
     ratios meaningless (0.01 -> 0.02 is noise, not a doubling), hence an
     absolute margin. ``log_ratio`` holds the difference of the means.
     """
-    if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(
-            Outcome.INCONCLUSIVE,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
-        )
+    if (short := _too_few(base, head, min_samples)) is not None:
+        return short
     b, h = sum(base) / len(base), sum(head) / len(head)
     p_slower = mann_whitney_u(head, base, "greater").p_value
     p_faster = mann_whitney_u(base, head, "greater").p_value
@@ -729,21 +722,10 @@ def compare_tail(
     """
     import numpy as np
 
-    if len(base) < min_samples or len(head) < min_samples:
-        return TimingComparison(
-            Outcome.INCONCLUSIVE,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            f"too few samples (base n={len(base)}, head n={len(head)}; need {min_samples} or more)",
-        )
+    if (short := _too_few(base, head, min_samples)) is not None:
+        return short
     if min(base) <= 0 or min(head) <= 0:
-        return TimingComparison(
-            Outcome.INCONCLUSIVE, None, None, None, None, None, None, "samples must be positive times"
-        )
+        return TimingComparison.undecided("samples must be positive times")
     b = np.asarray(base, dtype=float) / median(base)
     h = np.asarray(head, dtype=float) / median(head)
     if metric == "stalls":
