@@ -95,6 +95,11 @@ class ExactBaselines:
         self.tests = {k: dict(v) for k, v in tests.items()}
         self.loaded = True
 
+    @property
+    def display(self) -> str:
+        """The file as people read it in a repo: ``baselines/exact/cpu__torch-2.13.json``."""
+        return str(Path(*self.path.parts[-3:]))
+
     def expected(self, test_id: str) -> Mapping[str, Any] | None:
         return self.tests.get(test_id)
 

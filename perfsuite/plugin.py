@@ -434,7 +434,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
     if state.settings.compare:
-        sources = sorted({_shown(store.path, config.rootpath) for store in perf.exact.values() if store.loaded})
+        sources = sorted({store.display for store in perf.exact.values() if store.loaded})
         tr.write_line(
             f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
         )
@@ -447,16 +447,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
     for line in state.reports:
         tr.write_line(line)
-
-
-def _shown(path: Any, root: Any) -> str:
-    """``path`` relative to the rootdir when it lies below it (as people read it in a repo), else as it is."""
-    from pathlib import Path
-
-    try:
-        return str(Path(path).relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 def _hypothesis_profiles(config: pytest.Config) -> None:

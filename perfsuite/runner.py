@@ -21,7 +21,6 @@ from perfsuite.knobs import Knobs, resolve_for_device
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.results import Fingerprint, Metric, Result
 from perfsuite.watchdog import Watchdog, WatchdogConfig
-from perfsuite.workloads.registry import Workload, get_workload
 
 
 @dataclass(frozen=True)
@@ -60,9 +59,6 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
-
-    def resolve_workload(self) -> Workload:
-        return get_workload(self.workload) if isinstance(self.workload, str) else self.workload
 
     def resolve(self) -> Any:
         """The Workload or Job this spec names (a job factory is called here, with the device)."""

@@ -164,9 +164,7 @@ class PerfSession:
             store.expected(rec.result_id),
             rec.result,
             rec.result_id,
-            str(store.path.relative_to(self.settings.baselines.parent))
-            if store.path.is_relative_to(self.settings.baselines.parent)
-            else str(store.path),
+            store.display,
         )
         checked = [v for v in verdicts if v.outcome is not Outcome.NEW]
         held = sum(v.outcome is Outcome.UNCHANGED for v in checked)

@@ -589,12 +589,16 @@ def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric
 
 def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3) -> str:
     """What moved inside an exact metric: new call sites (``sites``) or the biggest changes in ``by``."""
+    from perfsuite.causes import short_path
+
     if "sites" in head_detail or "sites" in base_detail:
         before = {(s["op"], s["site"]): s["per_step"] for s in base_detail.get("sites", []) if isinstance(s, Mapping)}
         after = {(s["op"], s["site"]): s["per_step"] for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
         keys = set(before) | set(after)
         changes = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in keys), key=lambda c: -abs(c[0]))
-        return ", ".join(f"{op} at {_short(site)} {delta:+.3g}/step" for delta, (op, site) in changes[:top] if delta)
+        return ", ".join(
+            f"{op} at {short_path(site)} {delta:+.3g}/step" for delta, (op, site) in changes[:top] if delta
+        )
     b_by, h_by = base_detail.get("by"), head_detail.get("by")
     if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
         keys = set(b_by) | set(h_by)
@@ -610,13 +614,6 @@ def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: 
     if isinstance(examples, list) and examples:
         return str(examples[0])[:240]
     return ""
-
-
-def _short(site: str) -> str:
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in site:
-            return site.split(marker, 1)[1]
-    return site
 
 
 def _per_sample(result: Result, samples: Sequence[float]) -> list[float]:

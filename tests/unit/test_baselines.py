@@ -7,26 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from fixed_fingerprint import FP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfsuite.baselines import BaselineStore, read_baseline_file, safe_filename
 from perfsuite.errors import BaselineError
-from perfsuite.results import Fingerprint, Metric, Result
+from perfsuite.results import Metric, Result
 
-FP = Fingerprint(
-    device="cpu",
-    gpu_model=None,
-    gpu_count=0,
-    driver=None,
-    cuda=None,
-    torch="2.13.0",
-    kornia=None,
-    python="3.11.7",
-    cpu_model="Test CPU",
-    cpu_cores=2,
-    platform="Linux",
-)
 OTHER = dataclasses.replace(FP, gpu_model="NVIDIA H100 80GB HBM3", cuda="12.4", device="cuda")
 TEST_ID = "tests/perf/test_x.py::test_a[cpu-2]"
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"

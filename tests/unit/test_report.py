@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import json
 
-from perfsuite.report import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
-from perfsuite.results import Fingerprint, Result
-from perfsuite.verdicts import Outcome, Verdict
+from fixed_fingerprint import FP
 
-FP = Fingerprint(
-    device="cpu",
-    gpu_model=None,
-    gpu_count=0,
-    driver=None,
-    cuda=None,
-    torch="2.13.0",
-    kornia=None,
-    python="3.11.7",
-    cpu_model="Test CPU",
-    cpu_cores=2,
-    platform="Linux",
-)
+from perfsuite.report import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
+from perfsuite.results import Result
+from perfsuite.verdicts import Outcome, Verdict
 
 VERDICTS = [
     Verdict("tests/perf/test_a.py::test_x[cpu]", "step_ms", 10.0, 10.1, 1.01, Outcome.UNCHANGED, "same"),

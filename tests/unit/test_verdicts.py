@@ -6,9 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+from fixed_fingerprint import FP
 
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
-from perfsuite.results import Fingerprint, Metric, Result
+from perfsuite.results import Metric, Result
 from perfsuite.verdicts import (
     AtLeast,
     AtMost,
@@ -21,20 +22,6 @@ from perfsuite.verdicts import (
     known_threshold_names,
     parse_threshold,
     parse_thresholds,
-)
-
-FP = Fingerprint(
-    device="cpu",
-    gpu_model=None,
-    gpu_count=0,
-    driver=None,
-    cuda=None,
-    torch="2.13.0",
-    kornia=None,
-    python="3.11.7",
-    cpu_model="Test CPU",
-    cpu_cores=2,
-    platform="Linux",
 )
 
 
