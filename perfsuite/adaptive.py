@@ -7,7 +7,8 @@ so the loop is unit-tested exactly on seeded synthetic samples.
 BAAB order, picked at random (seeded) per round. Every round yields two
 *pairs* of adjacent runs (positions 1-2 and 3-4), each holding one run of
 each side; a pair's value is ``d = log(head) - log(base)`` of a per-run
-statistic (median step time per sample). Adjacent runs share the machine's
+statistic (by default the run's fastest step time per sample, see
+``perfsuite.ab.RUN_STATISTICS``). Adjacent runs share the machine's
 state of the moment, so slow drift (the 11% run-to-run CV of a shared VM)
 cancels within a pair, and ABBA cancels a linear trend within a round.
 Randomising the order makes the pairs' signs exchangeable under "no change",

@@ -31,6 +31,7 @@ from perfsuite import metrics
 from perfsuite.errors import PerfsuiteError
 from perfsuite.faults import FAULTS, REFERENCES, Fault, Reference
 from perfsuite.results import Result
+from perfsuite.tmpfiles import write_text_atomic
 from perfsuite.verdicts import compare_results
 
 NOT_HERE = "not verified here: needs a CUDA GPU"
@@ -207,8 +208,7 @@ class CatchReport:
         )
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), sort_keys=False) + "\n", encoding="utf-8")
+        write_text_atomic(path, json.dumps(self.to_dict(), sort_keys=False) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> CatchReport:

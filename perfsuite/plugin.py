@@ -371,13 +371,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     s, perf = state.settings, state.session
     from perfsuite import report
+    from perfsuite.tmpfiles import write_text_atomic
 
     for written in perf.finish():
         state.reports.append(f"wrote exact baselines {written}")
     for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(perf.verdicts), encoding="utf-8")
+            write_text_atomic(path, render(perf.verdicts))
             state.reports.append(f"wrote {path}")
     if s.png is not None:
         try:

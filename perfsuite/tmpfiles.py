@@ -135,20 +135,17 @@ def is_dir_mode_private(path: Path) -> bool:
     return not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH)
 
 
-def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], None] = os.replace) -> Path:
-    """Write ``payload`` as indented JSON to ``path`` atomically: a temporary in the same directory (the umask's
-    mode), fsync, then ``publish(tmp, path)`` (replace by default; a hard link refuses to overwrite), then fsync
-    the directory. Temporaries of earlier writes that were killed are swept first. A crash never leaves half a file.
+def write_text_atomic(path: Path, text: str, publish: Callable[[Path, Path], None] = os.replace) -> Path:
+    """Write ``text`` to ``path`` atomically: a temporary in the same directory (the umask's mode), fsync, then
+    ``publish(tmp, path)`` (replace by default; a hard link refuses to overwrite), then fsync the directory.
+    Temporaries of earlier writes that were killed are swept first. A crash never leaves half a file.
     """
-    import json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep(path.parent)
     fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         publish(tmp, path)
@@ -156,6 +153,13 @@ def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], 
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return path
+
+
+def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], None] = os.replace) -> Path:
+    """:func:`write_text_atomic` of ``payload`` as indented JSON."""
+    import json
+
+    return write_text_atomic(path, json.dumps(payload, indent=2) + "\n", publish)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -203,9 +204,10 @@ def _median(xs):
     return statistics.median(xs)
 
 
-def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int) -> dict:
+def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int, statistic: str) -> dict:
     from scipy.stats import mannwhitneyu
 
+    from perfsuite.ab import run_statistic
     from perfsuite.adaptive import ABOutcome, RunValues, run_loop
     from perfsuite.verdicts import Outcome, compare_timing
 
@@ -224,9 +226,16 @@ def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int) -> dict:
     for variant, rounds in by_variant.items():
         if len(rounds) < 2:
             continue
-        a_meds = [_median(x["step_ms"]) for rnd in rounds for x in sides(rnd)[0]]
-        b_meds = [_median(x["step_ms"]) for rnd in rounds for x in sides(rnd)[1]]
+        # the effect achieved: within each round's adjacent pairs (rounds of different variants ran at
+        # different times, so pooling medians across rounds would mix the machine's drift into it)
+        paired = [
+            math.log(_median(rnd["runs"][k + (rnd["order"][k] == "A")]["step_ms"]))
+            - math.log(_median(rnd["runs"][k + (rnd["order"][k] == "B")]["step_ms"]))
+            for rnd in rounds
+            for k in (0, 2)
+        ]
         counts = {"single": 0, "ab": 0, "pytest-benchmark mean:5%": 0, "asv": 0}
+        ab_outcomes: dict[str, int] = {}
         ab_rounds: list[int] = []
         for _ in range(comparisons):
             i, j = rng.sample(range(len(rounds)), 2)
@@ -245,16 +254,19 @@ def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int) -> dict:
                 rnd = draw[r]
                 a_runs, b_runs = sides(rnd)
                 runs = {"A": iter(a_runs), "B": iter(b_runs)}
-                return {"t": [RunValues(_median(next(runs[s])["step_ms"])) for s in order]}
+                return {"t": [RunValues(run_statistic(next(runs[s])["step_ms"], statistic)) for s in order]}
 
             loop = run_loop(measure, seed=rng.randrange(1 << 30), max_rounds=len(draw))
-            counts["ab"] += loop.tracks["t"].decision.outcome is ABOutcome.REGRESSED
+            outcome = loop.tracks["t"].decision.outcome
+            counts["ab"] += outcome is ABOutcome.REGRESSED
+            ab_outcomes[outcome.value] = ab_outcomes.get(outcome.value, 0) + 1
             ab_rounds.append(len(loop.orders))
         out[variant] = {
             "rounds_in_pool": len(rounds),
-            "achieved": _median(b_meds) / _median(a_meds),
+            "achieved": math.exp(_median(paired)),
             "counts": counts,
             "comparisons": comparisons,
+            "ab_outcomes": ab_outcomes,
             "ab_rounds_mean": statistics.mean(ab_rounds),
             "ab_seconds_mean": statistics.mean(ab_rounds) * 4 * run_s,
             "run_s": run_s,
@@ -266,7 +278,7 @@ def evaluate(args: argparse.Namespace) -> int:
     tables = []
     for path in args.pools:
         pool = json.loads(Path(path).read_text())
-        res = _rules(pool, args.comparisons, args.max_rounds, args.seed)
+        res = _rules(pool, args.comparisons, args.max_rounds, args.seed, args.statistic)
         loads = [float(x) for rnd in pool["rounds"] for x in rnd["loadavg"] if x != "?"]
         head = (
             f"**{Path(path).name}**: {pool['workload']}, {pool['steps']} steps per run, background load "
@@ -287,7 +299,7 @@ def evaluate(args: argparse.Namespace) -> int:
         ]
         names = {
             "single": "perfsuite single run (stored baseline)",
-            "ab": f"perfsuite ab (<= {args.max_rounds} rounds)",
+            "ab": f"perfsuite ab (<= {args.max_rounds} rounds, per-run {args.statistic})",
             "pytest-benchmark mean:5%": "pytest-benchmark `mean:5%`",
             "asv": "asv (x1.1, MWU p < 0.002)",
         }
@@ -300,6 +312,14 @@ def evaluate(args: argparse.Namespace) -> int:
         lines.append(
             "| perfsuite ab: mean rounds / time per comparison | "
             + " | ".join(f"{res[v]['ab_rounds_mean']:.1f} / {res[v]['ab_seconds_mean']:.0f} s" for v in cols)
+            + " |"
+        )
+        lines.append(
+            "| perfsuite ab: verdicts (regressed / same / improved / unknown) | "
+            + " | ".join(
+                " / ".join(str(res[v]["ab_outcomes"].get(o, 0)) for o in ("regressed", "same", "improved", "unknown"))
+                for v in cols
+            )
             + " |"
         )
         lines.append(
@@ -326,6 +346,9 @@ def main(argv=None) -> int:
     p.add_argument("pools", nargs="+")
     p.add_argument("--comparisons", type=int, default=200)
     p.add_argument("--max-rounds", type=int, default=15)
+    p.add_argument(
+        "--statistic", default="p10", help="perfsuite ab's per-run statistic: p10 (its default), median, min"
+    )
     p.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("one-run")
     p.add_argument("--units", type=int, default=0)

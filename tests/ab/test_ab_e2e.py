@@ -155,10 +155,19 @@ def test_unknown_revision_and_not_a_repo_exit_2(tiny_repo: Path, tmp_path: Path,
     assert "not inside a git repository" in capsys.readouterr().err
 
 
-def test_changed_dependencies_are_refused(tiny_repo: Path, capsys):
+def test_changed_dependencies_run_in_a_layered_venv_for_that_side(tiny_repo: Path, tmp_path: Path, capsys):
+    """HEAD adds a requirement: HEAD gets a venv over the current environment (numpy is found there, so pip
+    installs nothing new and needs no network), BASE keeps the current interpreter."""
     (tiny_repo / "requirements.txt").write_text("numpy\n")
     _git(tiny_repo, "add", "requirements.txt")
     _git(tiny_repo, "commit", "-q", "-m", "a dependency")
-    assert main(["ab", "--repo", str(tiny_repo), "HEAD~1", "HEAD", "test_tiny.py"]) == 2
-    err = capsys.readouterr().err
-    assert "dependencies differ" in err and "requirements.txt: +numpy" in err and "--same-env" in err
+    js = tmp_path / "ab.json"
+    args = ["--max-rounds", "1", "--min-rounds", "0", "--report-json", str(js), "HEAD~1", "HEAD", "test_tiny.py"]
+    code = main(["ab", "--repo", str(tiny_repo), *args, "--perfsuite-steps", "2", "--perfsuite-warmup", "1"])
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err  # the same code on both sides: nothing exact moved
+    data = json.loads(js.read_text())
+    assert data["environment"].startswith("BASE: current environment; HEAD: own venv over the current one, with pip ")
+    assert "requirements.txt: +numpy" in data["environment"]
+    (test,) = data["tests"]
+    assert data["runs"] == 4 and test["missing"] == [] and test["exact"]

@@ -1,0 +1,109 @@
+"""Which tests each round of ``perfsuite ab`` runs: after ``--min-rounds``, only the undecided ones.
+
+The pytest processes are replaced by a stand-in that returns seeded synthetic
+Results (one test clearly slower on HEAD, one identical on both), so the
+deselection is checked exactly, without timing anything.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from fixed_fingerprint import FP
+
+from perfsuite import ab
+from perfsuite.adaptive import ABOutcome, AdaptiveAB, RunValues
+from perfsuite.results import Metric, Result
+
+SLOW = "test_x.py::test_slow"
+SAME = "test_x.py::test_same"
+NOISY = "test_x.py::test_noisy"
+
+
+def _result(ms: float) -> Result:
+    steps = [ms] * 8
+    return Result(
+        workload="w",
+        scale="smoke",
+        knobs={},
+        metrics={"step_ms": Metric("step_ms", ms, "ms")},
+        samples={"step_ms": steps},
+        fingerprint=FP,
+        batch_size=4,
+        steps=len(steps),
+        warmup=0,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    path = tmp_path / "proj"
+    path.mkdir()
+    (path / "f.txt").write_text("x\n")
+    steps = (
+        ["init", "-q"],
+        ["add", "."],
+        ["commit", "-q", "-m", "one"],
+        ["commit", "-q", "--allow-empty", "-m", "two"],
+    )
+    for args in steps:
+        subprocess.run(
+            ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            check=True,
+            capture_output=True,
+        )
+    return path
+
+
+def test_decided_tests_are_deselected_after_the_minimum_rounds(repo: Path, monkeypatch):
+    rng = random.Random(3)
+    calls: list[list[str]] = []
+
+    def fake_run_side(side, worktree, pytest_args, out_dir, python, timeout_s):
+        calls.append(list(pytest_args))
+        deselected = {pytest_args[i + 1] for i, a in enumerate(pytest_args) if a == "--deselect"}
+        noise = rng.uniform(0.97, 1.03)
+        times = {SLOW: 10.0 * (1.3 if side == "B" else 1.0), SAME: 10.0, NOISY: 10.0 * rng.uniform(0.6, 1.6)}
+        results = {t: _result(ms * noise) for t, ms in times.items() if t not in deselected}
+        return ab.SideRun(side, results, 0.0, 0)
+
+    monkeypatch.setattr(ab, "run_side", fake_run_side)
+    session = ab.run_ab(repo, "HEAD~1", "HEAD", ["test_x.py"], max_rounds=8, min_rounds=3, budget_s=1e6)
+
+    verdicts = {t.test_id: t.decision.outcome for t in session.tests}
+    assert verdicts[SLOW] is ABOutcome.REGRESSED and verdicts[SAME] is ABOutcome.SAME
+    assert verdicts[NOISY] is ABOutcome.UNKNOWN  # +-30% noise per run cannot be decided in 8 rounds
+    decided_at = {t.test_id: t.decided_at for t in session.tests if t.decided_at is not None}
+    rounds = [calls[i : i + 4] for i in range(0, len(calls), 4)]
+    assert len(rounds) == 8
+    for r, runs in enumerate(rounds):
+        assert len({tuple(a) for a in runs}) == 1  # the four runs of a round run the same tests
+        # decided_at counts rounds from 1: a test decided by round r's pairs is left out from round r + 1 on,
+        # and nothing is left out before the minimum of 3 rounds
+        gone = sorted(t for t, at in decided_at.items() if at <= r) if r >= 3 else []
+        assert runs[0] == ["test_x.py", *(a for t in gone for a in ("--deselect", t))], (r, runs[0])
+    assert rounds[-1][0][1:] == ["--deselect", SAME, "--deselect", SLOW]
+
+
+def test_a_node_with_one_undecided_result_keeps_running():
+    loop = AdaptiveAB()
+    same = [RunValues(1.0)] * 4
+    for _ in range(4):
+        loop.add_round("ABBA", {"t.py::a#first": same, "t.py::a#second": [None] * 4, "t.py::b": same})
+    assert loop.tracks["t.py::a#first"].decision.outcome is ABOutcome.SAME
+    assert ab.decided_nodes(loop) == ["t.py::b"]
+
+
+def test_the_per_run_statistic_is_the_fastest_step_per_sample_unless_told():
+    result = _result(10.0)
+    result.samples["step_ms"] = [12.0, 10.0, 30.0, 11.0, 14.0]  # batch 4
+    assert ab.per_run_values(result).value == 2.5
+    assert ab.per_run_values(result, "median").value == 3.0
+    assert ab.per_run_values(result, "p10").value == (10.0 + 0.4 * 1.0) / 4
+    assert ab.per_run_values(result).extras["step_ms_p99"] > 2.0  # the tail stays relative to the median
