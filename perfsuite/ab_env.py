@@ -14,7 +14,10 @@ current interpreter. Everything lives in the session's temporary directory.
 What counts as a requirement group: ``pyproject.toml``'s build requirements,
 ``[project] dependencies``, each optional-dependency extra, and each
 ``requirements*.txt`` file. Build requirements only matter to a build, so a
-change there is reported and installs nothing.
+change there is reported and installs nothing. The layer's limit: a
+requirement one side *removed* stays importable there through the current
+environment (``--env venv`` does not change that; a clean environment per
+side would mean reinstalling torch).
 """
 
 from __future__ import annotations
