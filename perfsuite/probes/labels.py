@@ -44,8 +44,8 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
-from perfsuite.results import Metric
 
 
 class LabelProbe(Probe):
@@ -206,7 +206,7 @@ class LabelProbe(Probe):
     def _check_masks(self, raw: Any, target: Any, step: int) -> None:
         import torch
 
-        from perfsuite.pipeline import _fill
+        from perfsuite.harness.pipeline import _fill
 
         assert self._ctx is not None
         pipeline = self._ctx.pipeline

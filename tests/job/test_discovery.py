@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from perfsuite import cli
-from perfsuite import job as job_mod
-from perfsuite.workloads import registry
+from perfsuite.cli import main as cli
+from perfsuite.jobs import contract as job_mod
+from perfsuite.jobs import registry
 
 PLUGIN = '''
 import torch

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.augment.recipe import Recipe
-from perfsuite.workloads import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workloads import Sample, Scale, Workload, register_workload
 
 
 @register_workload

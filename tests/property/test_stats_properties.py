@@ -7,8 +7,8 @@ import math
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from perfsuite.stats import bootstrap_ratio_ci, mann_whitney_u
-from perfsuite.verdicts import DEFAULT_FACTOR, Outcome, compare_timing
+from perfsuite.judge.stats import bootstrap_ratio_ci, mann_whitney_u
+from perfsuite.judge.verdicts import DEFAULT_FACTOR, Outcome, compare_timing
 
 SETTINGS = settings(max_examples=60, deadline=None)
 MIRROR = {Outcome.REGRESSED: Outcome.IMPROVED, Outcome.IMPROVED: Outcome.REGRESSED}

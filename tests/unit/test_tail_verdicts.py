@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from perfsuite.verdicts import Outcome, compare_tail, exceedance_p
+from perfsuite.judge.verdicts import Outcome, compare_tail, exceedance_p
 
 
 def _steady(n=60, level=10.0):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from fixed_fingerprint import FP
 
+from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
-from perfsuite.results import Metric, Result
-from perfsuite.verdicts import (
+from perfsuite.judge.verdicts import (
     AtLeast,
     AtMost,
     Equals,

@@ -11,9 +11,9 @@ import pytest
 from PIL import Image
 
 from perfsuite.errors import WorkloadError
-from perfsuite.workloads import SCALES, Scale, Workload, get_workload, register_workload, workload_names
-from perfsuite.workloads.data import ImageFileDataset, materialize
-from perfsuite.workloads.models import count_parameters
+from perfsuite.jobs.workloads import SCALES, Scale, Workload, get_workload, register_workload, workload_names
+from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
+from perfsuite.jobs.workloads.models import count_parameters
 
 NAMES = ["captcha_slider", "face_parsing", "gray_classifier", "super_resolution"]
 
