@@ -35,10 +35,12 @@ if TYPE_CHECKING:
     from perfsuite.core.metrics import register as register_metric
     from perfsuite.harness.faults import FAULTS, get_fault
     from perfsuite.harness.runner import RunSpec, run
-    from perfsuite.jobs.contract import Job, LossHook, job_names, register_job
-    from perfsuite.jobs.registry import Sample, Scale, Workload, get_workload, register_workload, workload_names
+    from perfsuite.jobs.contract import Job, LossHook
+    from perfsuite.jobs.registry import get_workload, job_names, register_job, register_workload, workload_names
+    from perfsuite.jobs.workload import Sample, Scale, Workload
     from perfsuite.judge.baselines import BaselineStore
-    from perfsuite.judge.verdicts import compare_results, compare_timing
+    from perfsuite.judge.engine import compare_results
+    from perfsuite.judge.timing import compare_timing
     from perfsuite.probes import all_probes
     from perfsuite.probes.base import Probe, RunContext, WindowTimings
 
@@ -48,8 +50,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "Job": "perfsuite.jobs.contract",
     "LossHook": "perfsuite.jobs.contract",
-    "register_job": "perfsuite.jobs.contract",
-    "job_names": "perfsuite.jobs.contract",
+    "register_job": "perfsuite.jobs.registry",
+    "job_names": "perfsuite.jobs.registry",
     "Probe": "perfsuite.probes.base",
     "RunContext": "perfsuite.probes.base",
     "WindowTimings": "perfsuite.probes.base",
@@ -63,17 +65,17 @@ _LAZY = {
     "Declared": "perfsuite.augment.checks",
     "FAULTS": "perfsuite.harness.faults",
     "get_fault": "perfsuite.harness.faults",
-    "Sample": "perfsuite.jobs.registry",
+    "Sample": "perfsuite.jobs.workload",
     "MetricSpec": "perfsuite.core.metrics",
     "metric_names": "perfsuite.core.metrics:names",
     "register_metric": "perfsuite.core.metrics:register",
     "BaselineStore": "perfsuite.judge.baselines",
-    "compare_results": "perfsuite.judge.verdicts",
-    "compare_timing": "perfsuite.judge.verdicts",
+    "compare_results": "perfsuite.judge.engine",
+    "compare_timing": "perfsuite.judge.timing",
     "RunSpec": "perfsuite.harness.runner",
     "run": "perfsuite.harness.runner",
-    "Scale": "perfsuite.jobs.registry",
-    "Workload": "perfsuite.jobs.registry",
+    "Scale": "perfsuite.jobs.workload",
+    "Workload": "perfsuite.jobs.workload",
     "get_workload": "perfsuite.jobs.registry",
     "register_workload": "perfsuite.jobs.registry",
     "workload_names": "perfsuite.jobs.registry",

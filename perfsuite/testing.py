@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from perfsuite.jobs.registry import SCALES, Scale, Workload, get_workload
+from perfsuite.jobs.registry import get_workload
+from perfsuite.jobs.workload import SCALES, Scale, Workload
 from perfsuite.probes.base import Probe
 
 __all__ = ["CompiledCallsInWindow", "WorkloadContract"]

@@ -12,7 +12,7 @@ Two steps, so that every rule sees exactly the same samples:
    pass"``) and stops them at the end. The pool is saved after every round.
 2. ``evaluate`` judges the pool with four rules:
 
-   * **perfsuite single run** (``perfsuite.judge.verdicts.compare_timing``, what
+   * **perfsuite single run** (``perfsuite.judge.timing.compare_timing``, what
      ``--perfsuite-compare`` does against a stored baseline): the base run of
      one recorded round against the head run of a *different* round (a
      baseline is recorded at another time);
@@ -209,7 +209,8 @@ def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int, statistic: 
 
     from perfsuite.ab.engine import run_statistic
     from perfsuite.judge.adaptive import ABOutcome, RunValues, run_loop
-    from perfsuite.judge.verdicts import Outcome, compare_timing
+    from perfsuite.judge.timing import compare_timing
+    from perfsuite.judge.verdict import Outcome
 
     rng = random.Random(seed)
     by_variant: dict[str, list[dict]] = {v: [] for v in VARIANTS}

@@ -404,7 +404,7 @@ def _progress_text(
 
 
 def _judge_test(test_id: str, loop: AdaptiveAB, first: Mapping[str, Mapping[str, Result]]) -> TestReport:
-    from perfsuite.judge.verdicts import compare_results
+    from perfsuite.judge.engine import compare_results
 
     track = loop.tracks[test_id]
     report = TestReport(test_id, track.decision, track.decided_at)
@@ -549,7 +549,7 @@ def _cell(text: str) -> str:
 
 
 def _num(v: float | None) -> str:
-    from perfsuite.judge.verdicts import format_value
+    from perfsuite.judge.verdict import format_value
 
     return format_value(v)
 

@@ -46,7 +46,7 @@ def _git_show(repo: Path, sha: str, path: str) -> str | None:
 
 
 def project_name(repo: Path, sha: str) -> str | None:
-    from perfsuite.plugin.settings import tomllib
+    from perfsuite.core.toml import tomllib
 
     text = _git_show(repo, sha, "pyproject.toml")
     if text is None:
@@ -59,7 +59,7 @@ def project_name(repo: Path, sha: str) -> str | None:
 
 def dependencies(repo: Path, sha: str) -> dict[str, Any]:
     """What a revision installs, by group: pyproject's build requirements, dependencies, extras; requirements files."""
-    from perfsuite.plugin.settings import tomllib
+    from perfsuite.core.toml import tomllib
 
     out: dict[str, Any] = {}
     text = _git_show(repo, sha, "pyproject.toml")

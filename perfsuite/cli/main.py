@@ -150,8 +150,7 @@ def format_run(result: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from perfsuite.jobs.contract import job_names, job_summary
-    from perfsuite.jobs.workloads import get_workload, workload_names
+    from perfsuite.jobs.registry import get_workload, job_names, job_summary, workload_names
 
     import_modules(args.imports)
     jobs = [{"name": name, "job": True, "summary": job_summary(name)} for name in job_names()]
@@ -174,7 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from perfsuite.core.options import run_lengths
     from perfsuite.harness.runner import RunSpec, run
-    from perfsuite.jobs.contract import is_job_target
+    from perfsuite.jobs.registry import is_job_target
 
     import_modules(args.imports)
     scale = args.scale or "smoke"

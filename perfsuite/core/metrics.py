@@ -2,7 +2,7 @@
 
 A :class:`MetricSpec` says what a metric is and how it may be judged:
 
-* ``kind`` decides the rule (see :mod:`perfsuite.judge.verdicts`):
+* ``kind`` decides the rule (see :mod:`perfsuite.judge.engine`):
 
   - ``exact``: a count or amount the code path fixes (syncs per step, graph
     breaks, bytes copied, FLOPs). Compared exactly, in both directions.

@@ -22,7 +22,7 @@ SCALES = ("smoke", "full")
 # gives the timing verdict the 5 samples it needs; full gives it enough samples for small effects on a GPU. One
 # observed step suffices: the counts it feeds (syncs, dtypes) are exact per step.
 RUN_LENGTHS: dict[str, tuple[int, int, int]] = {"smoke": (6, 1, 1), "full": (60, 10, 4)}
-# Keep in step with perfsuite.judge.verdicts (not imported here: it pulls in numpy on `pytest --help`).
+# Keep in step with perfsuite.judge.verdict (not imported here: it pulls in numpy on `pytest --help`).
 DEFAULT_FACTOR = 1.05
 DEFAULT_ALPHA = 0.01
 # Keep in step with perfsuite.harness.watchdog (tests/unit/test_options.py checks it).

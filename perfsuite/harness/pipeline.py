@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 from perfsuite.core.knobs import Knobs
 from perfsuite.errors import AugmentationError, JobError, KnobError
 from perfsuite.harness.watchdog import DEFAULT_LOADER_TIMEOUT_S, make_worker_init
-from perfsuite.jobs.registry import Scale, Workload
+from perfsuite.jobs.workload import Scale, Workload
 from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ def build_pipeline(
     apply_backend_flags(knobs)
     root = materialize(workload, scale, seed=seed, cache_dir=cache_dir)
     recipe = workload.recipe()
-    cpu_aug = CpuAugment(recipe, aug_kind, fill=_fill(workload), seed=seed) if knobs.aug.placement == "cpu" else None
+    cpu_aug = CpuAugment(recipe, aug_kind, fill=workload.fill, seed=seed) if knobs.aug.placement == "cpu" else None
     batch_size = knobs.loader.batch_size or scale.batch_size
     dataset = ImageFileDataset(root, workload, augment=cpu_aug)
     if len(dataset) < batch_size and knobs.loader.drop_last:
@@ -294,7 +294,7 @@ def build_pipeline(
     if knobs.aug.placement == "gpu":
         from perfsuite.augment.gpu import GpuAugment
 
-        gpu_aug = GpuAugment(recipe, aug_kind, fill=_fill(workload)).to(device)
+        gpu_aug = GpuAugment(recipe, aug_kind, fill=workload.fill).to(device)
     batch_mix = None
     if knobs.aug.cutmix > 0:
         from perfsuite.augment.mix import PairedCutMix
@@ -318,7 +318,3 @@ def build_pipeline(
     return Pipeline(
         workload, scale, knobs, device, loader, eval_loader, model, optimizer, scaler, gpu_aug, batch_mix, batch_size
     )
-
-
-def _fill(workload: Workload) -> int:
-    return workload.ignore_index if workload.ignore_index is not None else 255

@@ -62,7 +62,7 @@ class RunSpec:
 
     def resolve(self) -> Any:
         """The Workload or Job this spec names (a job factory is called here, with the device)."""
-        from perfsuite.jobs.contract import resolve
+        from perfsuite.jobs.registry import resolve
 
         return resolve(self.workload, self.knobs.device)
 
@@ -105,8 +105,7 @@ def default_probes() -> list[Probe]:
 
     Each reports `unavailable` where it cannot measure.
     """
-    from perfsuite.jobs.contract import entry_point_probes
-    from perfsuite.probes import all_probes
+    from perfsuite.probes import all_probes, entry_point_probes
 
     return all_probes() + entry_point_probes()
 
@@ -136,7 +135,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
 
     from perfsuite.harness.pipeline import BatchStream, build_pipeline
     from perfsuite.jobs.contract import Job, bind
-    from perfsuite.jobs.registry import Scale
+    from perfsuite.jobs.workload import Scale
 
     target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.errors import DeviceError, JobError
+from perfsuite.jobs.workload import TARGET_KINDS
 
 USER = "set by the user's code"
 PERFSUITE = "set by perfsuite"
@@ -52,7 +53,6 @@ STEP_KNOBS = (
     "cutmix",
     "mixup",
 )
-TARGET_KINDS = ("mask", "label", "keypoints", "none")
 AUG_PLACEMENTS = ("cpu", "gpu", "none")
 
 
@@ -162,6 +162,11 @@ class JobInfo:
     target_kind: str
     num_classes: int | None
     ignore_index: int | None
+
+    @property
+    def fill(self) -> int:
+        """The label geometric augmentation fills with: the ignore index, else 255 (as a Workload's)."""
+        return self.ignore_index if self.ignore_index is not None else 255
 
 
 @dataclass
@@ -369,139 +374,3 @@ def call_factory(factory: Callable[..., Any], device: str) -> Job:
             "model=..., optimizer=...)`"
         )
     return job
-
-
-# --------------------------------------------------------------------------- registry and entry points
-
-_JOBS: dict[str, tuple[Callable[..., Job], str]] = {}
-WORKLOAD_GROUP = "perfsuite.workloads"
-PROBE_GROUP = "perfsuite.probes"
-_LOADED_GROUPS: dict[str, list[str]] = {}
-
-
-def register_job(name: str, factory: Callable[..., Job] | None = None, summary: str = "") -> Any:
-    """Make a job factory runnable by name (``perfsuite run NAME``, ``perf_run("NAME")``).
-
-    Use as ``register_job("faces", make_job)`` or as a decorator
-    ``@register_job("faces")``. The factory takes the device (or nothing) and
-    returns a :class:`Job`.
-    """
-
-    def add(fn: Callable[..., Job]) -> Callable[..., Job]:
-        from perfsuite.jobs.registry import _REGISTRY, _load_builtins
-
-        _load_builtins()
-        if name in _REGISTRY:
-            raise JobError(f"a workload named {name!r} already exists; give the job another name")
-        existing = _JOBS.get(name)
-        if existing is not None and getattr(existing[0], "__qualname__", None) != getattr(fn, "__qualname__", None):
-            raise JobError(f"a job named {name!r} is already registered ({existing[0]!r})")
-        doc = (inspect.getdoc(fn) or "").splitlines()
-        _JOBS[name] = (fn, summary or (doc[0] if doc else "a user's training job"))
-        return fn
-
-    return add(factory) if factory is not None else add
-
-
-def job_names() -> list[str]:
-    load_entry_points()
-    return sorted(_JOBS)
-
-
-def job_summary(name: str) -> str:
-    return _JOBS[name][1]
-
-
-def get_job_factory(name: str) -> Callable[..., Job] | None:
-    load_entry_points()
-    entry = _JOBS.get(name)
-    return entry[0] if entry else None
-
-
-def _entry_points(group: str) -> list[Any]:
-    from importlib.metadata import entry_points
-
-    return list(entry_points(group=group))
-
-
-def load_entry_points(group: str = WORKLOAD_GROUP) -> list[str]:
-    """Load the workloads (or probes) other packages declare under an entry-point group, once.
-
-    ``[project.entry-points."perfsuite.workloads"]``: each name points to a
-    Workload subclass (registered under its ``name``) or a job factory
-    (registered under the entry point's name). ``"perfsuite.probes"``: each
-    points to a Probe subclass or factory; see :func:`entry_point_probes`.
-    """
-    if group in _LOADED_GROUPS:
-        return _LOADED_GROUPS[group]
-    names: list[str] = []
-    _LOADED_GROUPS[group] = names
-    if group != WORKLOAD_GROUP:
-        return names
-    from perfsuite.jobs.registry import Workload, register_workload
-
-    for ep in _entry_points(group):
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise JobError(
-                f"entry point {ep.name} = {ep.value} ({group}) failed to load: {type(exc).__name__}: {exc}"
-            ) from exc
-        if isinstance(obj, type) and issubclass(obj, Workload):
-            register_workload(obj)
-            names.append(obj.name)
-        elif callable(obj):
-            register_job(ep.name, obj)
-            names.append(ep.name)
-        else:
-            raise JobError(
-                f"entry point {ep.name} = {ep.value} ({group}) is a {type(obj).__name__}; point it at "
-                "a Workload subclass or a job factory returning perfsuite.Job"
-            )
-    return names
-
-
-def entry_point_probes() -> list[Any]:
-    """Fresh instances of the probes declared under the ``perfsuite.probes`` entry-point group."""
-    from perfsuite.probes.base import Probe
-
-    out = []
-    for ep in _entry_points(PROBE_GROUP):
-        obj = ep.load()
-        probe = obj() if callable(obj) else obj
-        if not isinstance(probe, Probe):
-            raise JobError(
-                f"entry point {ep.name} = {ep.value} ({PROBE_GROUP}) made a {type(probe).__name__}, "
-                "not a perfsuite.Probe"
-            )
-        out.append(probe)
-    return out
-
-
-def is_job_target(target: Any) -> bool:
-    """Does ``target`` name a user's job (a Job, a job factory, a registered job's name) rather than a workload?"""
-    from perfsuite.jobs.registry import Workload
-
-    if isinstance(target, str):
-        return get_job_factory(target) is not None
-    if isinstance(target, Workload) or (isinstance(target, type) and issubclass(target, Workload)):
-        return False
-    return isinstance(target, Job) or callable(target)
-
-
-def resolve(target: Any, device: str) -> Any:
-    """A Workload or a Job from what a caller named: a name, a Workload, a Job or a job factory."""
-    from perfsuite.jobs.registry import Workload, get_workload
-
-    if isinstance(target, str):
-        factory = get_job_factory(target)
-        return call_factory(factory, device) if factory is not None else get_workload(target)
-    if isinstance(target, (Workload, Job)):
-        return target
-    if isinstance(target, type) and issubclass(target, Workload):
-        return target()
-    if callable(target):
-        return call_factory(target, device)
-    raise JobError(
-        f"cannot run {target!r}: pass a workload name, a Workload, a perfsuite.Job, or a function returning a Job"
-    )

@@ -1,142 +1,19 @@
-"""The workload contract and the registry that finds workloads by name.
+"""Finding workloads and jobs by name: the registry, and the entry points other packages declare.
 
-Every reference workload (and a user's own) is one subclass of Workload with
-the same small surface, TorchBench style, so the runner treats them alike:
-it draws samples into real image files, builds a model, computes a loss.
-Workloads know nothing of probes or pytest.
+A name reaches a run from the CLI (``perfsuite run NAME``), a test (``perf_run("NAME")``) or an
+entry point; this module turns it into a Workload or a Job. The reference workloads register
+here, so the workload modules themselves need only the contract (:mod:`perfsuite.jobs.workload`).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+import inspect
+from collections.abc import Callable
+from typing import Any
 
-from perfsuite.errors import WorkloadError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import torch
-    from torch import nn
-
-    from perfsuite.augment.recipe import Recipe
-
-SCALES = ("smoke", "full")
-TARGET_KINDS = ("mask", "keypoints", "none", "label")
-
-
-@dataclass(frozen=True)
-class Scale:
-    """Sizes of one scale of a workload.
-
-    image_size is (height, width). num_samples is the dataset's size on disk:
-    small enough that runs cross epoch boundaries (where persistent_workers
-    matters), large enough that the page cache, not the generator, serves it.
-    """
-
-    name: str
-    image_size: tuple[int, int]
-    num_samples: int
-    batch_size: int
-    model: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One generated sample: an image array and its target, before writing."""
-
-    image: np.ndarray  # HxWx3 or HxW uint8
-    target: Any  # HxW uint8 mask | (K, 2) float32 keypoints | int label | None
-
-
-class Workload(ABC):
-    """A reference training job. Subclasses set the class attributes and four methods.
-
-    target_kind says what the target is, and so how augmentation treats it:
-    ``mask`` (labels resampled nearest, same geometry), ``keypoints`` (points
-    moved by the same geometry), ``none`` (image only; the target is derived
-    from the image on the device, as in super-resolution) or ``label`` (a class
-    index that geometry does not change).
-    """
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    seed_doc: ClassVar[str]
-    target_kind: ClassVar[str]
-    channels: ClassVar[int] = 3
-    image_format: ClassVar[str] = "jpg"
-    num_classes: ClassVar[int | None] = None
-    ignore_index: ClassVar[int | None] = None
-    scales: ClassVar[dict[str, Scale]]
-
-    # -- data ---------------------------------------------------------------
-    def generate(self, index: int, rng: np.random.Generator, scale: Scale) -> Sample:
-        """Draw sample ``index`` deterministically from ``rng`` (optional: a user's own data needs none).
-
-        A workload whose samples come from a user's files is better handed to
-        perfsuite as a :class:`perfsuite.Job`, whose own Dataset reads the files
-        where they are. A generate() that reads files must list them in
-        :meth:`data_sources`, so the cached copy follows them.
-        """
-        raise WorkloadError(
-            f"workload {self.name!r} has no generate(), so perfsuite has no samples to write; define "
-            "generate(index, rng, scale), or hand perfsuite your own Dataset and DataLoader as a perfsuite.Job "
-            "(docs/own_job.md)"
-        )
-
-    def data_sources(self, scale: Scale) -> list[Any]:
-        """Files or folders generate() reads, if any: their size and mtime key the dataset cache."""
-        return []
-
-    def recipe(self) -> Recipe:
-        """The augmentation recipe for this workload: seed 000's list by default."""
-        from perfsuite.augment.recipe import Recipe
-
-        return Recipe()
-
-    # -- training -----------------------------------------------------------
-    @abstractmethod
-    def build_model(self, scale: Scale) -> nn.Module:
-        """A fresh model for this scale."""
-
-    @abstractmethod
-    def loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The training loss of one batch."""
-
-    def prepare(self, images: torch.Tensor, target: Any, scale: Scale) -> tuple[torch.Tensor, Any]:
-        """Turn an augmented device batch into (model input, loss target).
-
-        images arrive as float in [0, 1]; the default normalises to roughly
-        zero mean. Super-resolution overrides this to derive its LR input.
-        """
-        return images.sub(0.5).div_(0.25), target
-
-    # -- helpers ------------------------------------------------------------
-    def scale(self, name: str) -> Scale:
-        try:
-            return self.scales[name]
-        except KeyError:
-            raise WorkloadError(
-                f"workload {self.name!r} has no scale {name!r}; write one of {', '.join(self.scales)}"
-            ) from None
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "summary": self.summary,
-            "seed": self.seed_doc,
-            "target": self.target_kind,
-            "scales": {
-                n: {
-                    "image_size": list(s.image_size),
-                    "num_samples": s.num_samples,
-                    "batch_size": s.batch_size,
-                    "model": s.model,
-                }
-                for n, s in self.scales.items()
-            },
-        }
-
+from perfsuite.errors import JobError, WorkloadError
+from perfsuite.jobs.contract import Job, call_factory
+from perfsuite.jobs.workload import SCALES, TARGET_KINDS, Workload
 
 _REGISTRY: dict[str, type[Workload]] = {}
 _BUILTINS_LOADED = False
@@ -165,7 +42,15 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from perfsuite.jobs.workloads import captcha_slider, face_parsing, gray_classifier, super_resolution  # noqa: F401
+        from perfsuite.jobs.workloads import captcha_slider, face_parsing, gray_classifier, super_resolution
+
+        for cls in (
+            face_parsing.FaceParsing,
+            captcha_slider.CaptchaSlider,
+            super_resolution.SuperResolution,
+            gray_classifier.GrayClassifier,
+        ):
+            register_workload(cls)
 
 
 def workload_names() -> list[str]:
@@ -180,3 +65,114 @@ def get_workload(name: str) -> Workload:
         return _REGISTRY[name]()
     except KeyError:
         raise WorkloadError(f"unknown workload {name!r}; write one of {', '.join(sorted(_REGISTRY))}") from None
+
+
+# --------------------------------------------------------------------------- jobs and entry points
+
+
+_JOBS: dict[str, tuple[Callable[..., Job], str]] = {}
+WORKLOAD_GROUP = "perfsuite.workloads"
+_LOADED_GROUPS: dict[str, list[str]] = {}
+
+
+def register_job(name: str, factory: Callable[..., Job] | None = None, summary: str = "") -> Any:
+    """Make a job factory runnable by name (``perfsuite run NAME``, ``perf_run("NAME")``).
+
+    Use as ``register_job("faces", make_job)`` or as a decorator
+    ``@register_job("faces")``. The factory takes the device (or nothing) and
+    returns a :class:`Job`.
+    """
+
+    def add(fn: Callable[..., Job]) -> Callable[..., Job]:
+        _load_builtins()
+        if name in _REGISTRY:
+            raise JobError(f"a workload named {name!r} already exists; give the job another name")
+        existing = _JOBS.get(name)
+        if existing is not None and getattr(existing[0], "__qualname__", None) != getattr(fn, "__qualname__", None):
+            raise JobError(f"a job named {name!r} is already registered ({existing[0]!r})")
+        doc = (inspect.getdoc(fn) or "").splitlines()
+        _JOBS[name] = (fn, summary or (doc[0] if doc else "a user's training job"))
+        return fn
+
+    return add(factory) if factory is not None else add
+
+
+def job_names() -> list[str]:
+    load_entry_points()
+    return sorted(_JOBS)
+
+
+def job_summary(name: str) -> str:
+    return _JOBS[name][1]
+
+
+def get_job_factory(name: str) -> Callable[..., Job] | None:
+    load_entry_points()
+    entry = _JOBS.get(name)
+    return entry[0] if entry else None
+
+
+def _entry_points(group: str) -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
+
+
+def load_entry_points(group: str = WORKLOAD_GROUP) -> list[str]:
+    """Load the workloads (or probes) other packages declare under an entry-point group, once.
+
+    ``[project.entry-points."perfsuite.workloads"]``: each name points to a
+    Workload subclass (registered under its ``name``) or a job factory
+    (registered under the entry point's name). Probes (``"perfsuite.probes"``)
+    load in :func:`perfsuite.probes.entry_point_probes`.
+    """
+    if group in _LOADED_GROUPS:
+        return _LOADED_GROUPS[group]
+    names: list[str] = []
+    _LOADED_GROUPS[group] = names
+    if group != WORKLOAD_GROUP:
+        return names
+    for ep in _entry_points(group):
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({group}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        if isinstance(obj, type) and issubclass(obj, Workload):
+            register_workload(obj)
+            names.append(obj.name)
+        elif callable(obj):
+            register_job(ep.name, obj)
+            names.append(ep.name)
+        else:
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({group}) is a {type(obj).__name__}; point it at "
+                "a Workload subclass or a job factory returning perfsuite.Job"
+            )
+    return names
+
+
+def is_job_target(target: Any) -> bool:
+    """Does ``target`` name a user's job (a Job, a job factory, a registered job's name) rather than a workload?"""
+    if isinstance(target, str):
+        return get_job_factory(target) is not None
+    if isinstance(target, Workload) or (isinstance(target, type) and issubclass(target, Workload)):
+        return False
+    return isinstance(target, Job) or callable(target)
+
+
+def resolve(target: Any, device: str) -> Any:
+    """A Workload or a Job from what a caller named: a name, a Workload, a Job or a job factory."""
+    if isinstance(target, str):
+        factory = get_job_factory(target)
+        return call_factory(factory, device) if factory is not None else get_workload(target)
+    if isinstance(target, (Workload, Job)):
+        return target
+    if isinstance(target, type) and issubclass(target, Workload):
+        return target()
+    if callable(target):
+        return call_factory(target, device)
+    raise JobError(
+        f"cannot run {target!r}: pass a workload name, a Workload, a perfsuite.Job, or a function returning a Job"
+    )

@@ -13,15 +13,13 @@ Pure functions over Verdict and Result; no pytest, no torch at import.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from perfsuite.core.results import Result
-    from perfsuite.judge.verdicts import Verdict
+    from perfsuite.judge.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -124,7 +122,7 @@ def _syncs(knobs: Mapping[str, Any], result: Result) -> list[str]:
     interval = knobs.get("log_interval") or 0
     if interval:
         every = "once per step" if interval == 1 else f"every {interval} steps"
-        out.append(f"loss.item() at {pipeline_site('.item()')}, {every}")
+        out.append(f"loss.item() in the training step, {every}")
     if knobs.get("eval_interval"):
         out.append(f"evaluation reads its loss back every {knobs['eval_interval']} steps")
     return out
@@ -259,19 +257,3 @@ _FINDERS = {
     "AMP misused": _amp_misuse,
     "step-time tail": _tail,
 }
-
-
-def pipeline_site(needle: str) -> str:
-    """``perfsuite/harness/pipeline.py:144``: where the training step does ``needle`` (for messages)."""
-    try:
-        from perfsuite.harness import pipeline
-
-        lines, start = inspect.getsourcelines(pipeline.Pipeline.step)
-        path = Path(inspect.getsourcefile(pipeline.Pipeline) or "pipeline.py")
-    except (ImportError, OSError, TypeError):
-        return "perfsuite/harness/pipeline.py"
-    where = f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
-    for offset, line in enumerate(lines):
-        if needle in line:
-            return f"{where}:{start + offset}"
-    return where

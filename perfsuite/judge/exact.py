@@ -14,7 +14,7 @@ included::
     }
 
 ``null`` means "unavailable" (nothing compiled, say): becoming measurable is a
-change too. The gate runs both ways (:func:`perfsuite.judge.verdicts.check_exact`):
+change too. The gate runs both ways (:func:`perfsuite.judge.exact.check_exact`):
 an improvement fails as well, naming the command that rewrites the file, so
 the file always says what the code does (PyTorch's pr_time_benchmarks gate).
 Timing baselines stay per machine (:mod:`perfsuite.judge.baselines`).
@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core import metrics as registry
 from perfsuite.core import tmpfiles
-from perfsuite.core.results import Fingerprint
+from perfsuite.core.results import Fingerprint, Result
 from perfsuite.errors import BaselineError
+from perfsuite.judge.engine import explain
+from perfsuite.judge.verdict import Outcome, Verdict, direction, format_value, value_ratio
 
 SCHEMA_VERSION = 1
 SUBDIR = "exact"
@@ -120,3 +124,90 @@ class ExactBaselines:
         tmpfiles.write_json_atomic(self.path, payload)
         self.changed = False
         return self.path
+
+
+# --------------------------------------------------------------------------- the committed exact gate
+
+UPDATE_HINT = "nox -s perf -- --perfsuite-update-exact"
+
+
+def exact_values(result: Result) -> dict[str, Any]:
+    """The exact metrics of a Result, as the committed file stores them: value, or None if unavailable."""
+    out: dict[str, Any] = {}
+    for spec in registry.all_specs():
+        if spec.exact and spec.name in result.metrics:
+            m = result.metrics[spec.name]
+            out[spec.name] = m.value if m.available else None
+    return out
+
+
+def check_exact(
+    expected: Mapping[str, Any] | None, head: Result, test_id: str, source: str, update: str = UPDATE_HINT
+) -> list[Verdict]:
+    """Head's exact metrics against the committed expected values: any difference fails, both ways.
+
+    An improvement fails too (as changed), so the committed file always says
+    what the code does; the message names the command that rewrites it.
+    """
+    if expected is None:
+        return [
+            Verdict(
+                test_id,
+                "exact",
+                None,
+                None,
+                None,
+                Outcome.NEW,
+                f"no committed exact values for this test in {source}; record them with `{update}`",
+            )
+        ]
+    verdicts: list[Verdict] = []
+    actual = exact_values(head)
+    for name in [n for n in registry.names() if n in expected or n in actual]:
+        spec = registry.get(name)
+        want, got = expected.get(name, "<absent>"), actual.get(name, "<absent>")
+        if want is None and got is None:
+            continue
+        if got is None:
+            reason = head.metric(name).reason
+            verdict = Verdict(
+                test_id,
+                name,
+                want,
+                None,
+                None,
+                Outcome.REGRESSED,
+                f"{name} was {format_value(want)} in {source} and is now unavailable: {reason}",
+            )
+        elif want in (None, "<absent>") or got == "<absent>":
+            verdict = Verdict(
+                test_id,
+                name,
+                None if want == "<absent>" else want,
+                None if got == "<absent>" else got,
+                None,
+                Outcome.CHANGED,
+                f"{name} is {format_value(got)} but {source} says {format_value(want)}; "
+                f"if that is intended, update it: `{update}`",
+            )
+        else:
+            outcome = direction(spec, want, got)
+            verdict = Verdict(
+                test_id,
+                name,
+                want,
+                got,
+                None if spec.kind in ("label", "flag") else value_ratio(want, got),
+                outcome,
+                f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})",
+            )
+            if outcome is Outcome.IMPROVED:
+                verdict = replace(
+                    verdict,
+                    outcome=Outcome.CHANGED,
+                    message=f"{verdict.message}: better than the committed value; commit it: `{update}`",
+                )
+            elif outcome is not Outcome.UNCHANGED:
+                verdict = replace(verdict, message=f"{verdict.message}; if intended, update it: `{update}`")
+        verdicts.append(explain(verdict, head))
+    return verdicts

@@ -129,7 +129,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     try:
         if state.settings.thresholds:
-            from perfsuite.judge.verdicts import parse_thresholds
+            from perfsuite.judge.thresholds import parse_thresholds
 
             parse_thresholds(settings_mod.all_threshold_bounds(state.settings))
         settings_mod.fault_transform(state.settings.inject)
@@ -155,7 +155,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A misspelt bound fails the test before it runs anything."""
     if item.get_closest_marker("perf") is None:
         return
-    from perfsuite.judge.verdicts import parse_thresholds
+    from perfsuite.judge.thresholds import parse_thresholds
 
     try:
         parse_thresholds(marker_bounds(item))
@@ -212,7 +212,7 @@ class PerfRun:
         from perfsuite.core.knobs import Knobs
         from perfsuite.errors import DeviceError, RunTimeout
         from perfsuite.harness.runner import RunSpec, run
-        from perfsuite.jobs.contract import is_job_target
+        from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
 
         s = self._state.settings
@@ -416,7 +416,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash.get(STATE, None)
     if state is None or not state.judged:
         return
-    from perfsuite.judge.verdicts import Outcome
+    from perfsuite.judge.verdict import Outcome
     from perfsuite.report import render as report
 
     perf, tr = state.session, terminalreporter

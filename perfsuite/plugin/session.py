@@ -28,16 +28,10 @@ from perfsuite.core.results import Result
 from perfsuite.errors import BaselineError, FingerprintMismatch
 from perfsuite.judge import causes
 from perfsuite.judge.baselines import BaselineStore
-from perfsuite.judge.exact import ExactBaselines, key_for
-from perfsuite.judge.verdicts import (
-    Outcome,
-    Verdict,
-    check_exact,
-    check_thresholds,
-    compare_results,
-    exact_values,
-    parse_thresholds,
-)
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.exact import ExactBaselines, check_exact, exact_values, key_for
+from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
+from perfsuite.judge.verdict import Outcome, Verdict
 from perfsuite.plugin.settings import Settings, machine_class, machine_thresholds
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).

@@ -20,19 +20,14 @@ class::
 from __future__ import annotations
 
 import fnmatch
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.core import options
+from perfsuite.core.toml import tomllib
 from perfsuite.errors import PerfsuiteError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from perfsuite.core.knobs import Knobs

@@ -172,7 +172,7 @@ def merge_worker_part(perf: PerfSession, part: Mapping[str, Any]) -> None:
     from pathlib import Path
 
     from perfsuite.core.results import Result
-    from perfsuite.judge.verdicts import Verdict
+    from perfsuite.judge.verdict import Verdict
 
     for rid, data in part.get("results", {}).items():
         perf.results[rid] = Result.from_dict(data)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from perfsuite.core.knobs import Knobs
     from perfsuite.core.results import Metric
     from perfsuite.jobs.contract import BoundJob
-    from perfsuite.jobs.registry import Scale, Workload
+    from perfsuite.jobs.workload import Scale, Workload
 
 
 @dataclass

@@ -17,7 +17,8 @@ from typing import TextIO
 from perfsuite.core.results import Result, read_json_file
 from perfsuite.errors import PerfsuiteError, ResultError
 from perfsuite.judge.baselines import parse_baseline
-from perfsuite.judge.verdicts import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict, compare_results
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict
 
 
 def load_file(path: Path) -> tuple[str, Result]:

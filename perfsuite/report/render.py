@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from perfsuite.core.results import Result
-from perfsuite.judge.verdicts import Outcome, Verdict, format_value
+from perfsuite.judge.verdict import Outcome, Verdict, format_value
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
 # Markdown order: what needs a look first.

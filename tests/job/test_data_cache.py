@@ -11,7 +11,7 @@ from PIL import Image
 from torch import nn
 
 from perfsuite.errors import WorkloadError
-from perfsuite.jobs.workloads import Sample, Scale, Workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.data import ImageFileDataset, dataset_dir, materialize
 
 

@@ -6,7 +6,9 @@ import json
 
 from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.judge.baselines import BaselineStore
-from perfsuite.judge.verdicts import Outcome, compare_between_runs, compare_results, compare_timing
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.timing import compare_between_runs, compare_timing
+from perfsuite.judge.verdict import Outcome
 
 
 def _run(level, n=30):

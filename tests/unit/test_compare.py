@@ -13,7 +13,7 @@ import pytest
 from perfsuite.core.results import Result
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite.judge.baselines import BaselineStore
-from perfsuite.judge.verdicts import Outcome
+from perfsuite.judge.verdict import Outcome
 from perfsuite.report.compare import add_compare_arguments, compare_paths, main_compare, run_compare
 from perfsuite.report.render import to_json
 
@@ -113,7 +113,7 @@ def test_compare_does_not_import_torch_or_matplotlib():
     import sys
 
     code = (
-        "import sys, perfsuite.report.compare, perfsuite.report.render, perfsuite.judge.verdicts; "
+        "import sys, perfsuite.report.compare, perfsuite.report.render, perfsuite.judge.engine; "
         "import perfsuite.judge.baselines; "
         "print(sorted(m for m in ('torch', 'matplotlib', 'scipy') if m in sys.modules))"
     )

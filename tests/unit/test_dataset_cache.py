@@ -16,7 +16,7 @@ import pytest
 from perfsuite.core import tmpfiles
 from perfsuite.core.results import Result
 from perfsuite.errors import DatasetError
-from perfsuite.jobs.workloads import Sample, Scale, Workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.data import MANIFEST, ImageFileDataset, materialize
 from perfsuite.judge.baselines import BaselineStore
 

@@ -6,7 +6,8 @@ import pytest
 
 from perfsuite.core.knobs import Knobs
 from perfsuite.harness.runner import RunSpec, input_band, input_efficiency, run
-from perfsuite.judge.verdicts import Outcome, check_thresholds, parse_threshold
+from perfsuite.judge.thresholds import check_thresholds, parse_threshold
+from perfsuite.judge.verdict import Outcome
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.syncs import SyncProbe
 

@@ -9,7 +9,9 @@ import pytest
 from perfsuite.core import metrics
 from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import PerfsuiteError
-from perfsuite.judge.verdicts import Outcome, compare_results, known_threshold_names, parse_threshold
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.thresholds import known_threshold_names, parse_threshold
+from perfsuite.judge.verdict import Outcome
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -10,7 +10,7 @@ from perfsuite.cli.main import build_parser
 from perfsuite.core import options
 from perfsuite.errors import DeviceError, PerfsuiteError
 from perfsuite.harness import watchdog
-from perfsuite.judge import verdicts
+from perfsuite.judge import verdict as verdicts
 from perfsuite.plugin import settings
 
 

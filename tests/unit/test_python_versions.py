@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfsuite.plugin.settings import tomllib  # tomli on 3.10
+from perfsuite.core.toml import tomllib  # tomli on 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import json
 from fixed_fingerprint import FP
 
 from perfsuite.core.results import Result
-from perfsuite.judge.verdicts import Outcome, Verdict
+from perfsuite.judge.verdict import Outcome, Verdict
 from perfsuite.report.render import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
 
 VERDICTS = [

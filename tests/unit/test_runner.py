@@ -15,7 +15,7 @@ from perfsuite.core.knobs import Knobs
 from perfsuite.errors import AugmentationError, KnobError
 from perfsuite.harness.pipeline import build_pipeline
 from perfsuite.harness.runner import RunSpec, run
-from perfsuite.jobs.workloads import get_workload
+from perfsuite.jobs.registry import get_workload
 
 NAMES = ["captcha_slider", "face_parsing", "gray_classifier", "super_resolution"]
 

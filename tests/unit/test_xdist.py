@@ -10,7 +10,7 @@ import pytest
 
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
-from perfsuite.judge.verdicts import Outcome, Verdict
+from perfsuite.judge.verdict import Outcome, Verdict
 from perfsuite.plugin.session import PerfSession
 from perfsuite.plugin.settings import Settings
 from perfsuite.plugin.xdist import assign_worker_gpu, has_content, merge_worker_part, worker_gpu, worker_payload

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfsuite.jobs.registry import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.models import RegressionCNN
 
 
@@ -37,7 +37,6 @@ def piece_mask(size: int) -> np.ndarray:
     return body | tab
 
 
-@register_workload
 class CaptchaSlider(Workload):
     name = "captcha_slider"
     summary = "slider-CAPTCHA gap/slider regression, 320x160 RGB, 3.5M-parameter CNN (seed 003)"

@@ -28,7 +28,7 @@ from perfsuite.core import tmpfiles
 from perfsuite.errors import DatasetError
 
 if TYPE_CHECKING:
-    from perfsuite.jobs.registry import Scale, Workload
+    from perfsuite.jobs.workload import Scale, Workload
 
 DATA_VERSION = 1  # bump when generators change, so old caches are not reused
 MANIFEST = "manifest.json"

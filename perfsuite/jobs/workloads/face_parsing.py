@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfsuite.jobs.registry import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.models import EncoderDecoder
 
 LABELS = (
@@ -116,7 +116,6 @@ def render_from_mask(rng: np.random.Generator, labels: np.ndarray, palette_size:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
-@register_workload
 class FaceParsing(Workload):
     name = "face_parsing"
     summary = "19-class face parsing, 512x512 RGB, encoder-decoder (seed 000)"

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfsuite.jobs.registry import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.models import SmallClassifier
 
 SHAPES = ("disc", "square", "triangle", "cross", "ring", "hbars", "vbars", "diagonal", "two_dots", "frame")
@@ -58,7 +58,6 @@ def draw_shape(rng: np.random.Generator, label: int, size: int) -> np.ndarray:
     return np.clip(noisy, 0, 255).astype(np.uint8)
 
 
-@register_workload
 class GrayClassifier(Workload):
     name = "gray_classifier"
     summary = "128x128 grayscale 10-class classification, small CNN (seed 002)"

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from perfsuite.augment.recipe import Recipe
-from perfsuite.jobs.registry import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
 from perfsuite.jobs.workloads.models import LightSR
 
 UPSCALE = 2
@@ -42,7 +42,6 @@ def textured_patch(rng: np.random.Generator, height: int, width: int) -> np.ndar
     return np.clip(arr + stripes[None, :, None], 0, 255).astype(np.uint8)
 
 
-@register_workload
 class SuperResolution(Workload):
     name = "super_resolution"
     summary = "light x2 super-resolution, base_channels/num_blocks/patch_size knobs (seed 004)"
