@@ -19,8 +19,10 @@ from perfsuite.core.knobs import Knobs, resolve_for_device
 from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.loader import loader_headroom, wait_idle
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class RunSpec:
     job_knobs: Mapping[str, Any] = field(default_factory=dict)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
+    target_samples_per_s: float | None = None  # declared demand for loader_headroom (else the speed of light)
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
@@ -59,6 +62,11 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
+        target = self.target_samples_per_s
+        if target is not None and (
+            isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0 or target == float("inf")
+        ):
+            raise KnobError(f"target_samples_per_s={target!r} must be a number of samples per second above 0")
 
     def resolve(self) -> Any:
         """The Workload or Job this spec names (a job factory is called here, with the device)."""
@@ -166,17 +174,20 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             spec.mutate(view)
         job = bind(view.as_job())
     device = job.device
-    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
     batches = BatchStream(job.loader)
+    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job, batches)
     dog = Watchdog(spec.watchdog, loader=batches)
     clock = _StepClock(device)
     fetch_s: list[float] = []
+    fetch_cpu_s: list[float] = []
     host_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     delivered = 0
     last_batch: Any = None
     sol_ms: list[float] = []
     depth = _mode_depth()
+    threads = fit_threads(job, reference=job.reference)
+    notes.extend(threads.notes)
     try:
         for probe in probes:
             probe.setup(ctx)
@@ -200,9 +211,11 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                 clock.mark()
                 for _ in range(spec.steps):
                     t0 = time.perf_counter()
+                    c0 = time.thread_time()
                     epochs = batches.epochs
                     batch = next(batches)
                     t1 = time.perf_counter()
+                    fetch_cpu_s.append(time.thread_time() - c0)
                     fetch_s.append(t1 - t0)
                     if batches.epochs != epochs:
                         epoch_fetch_ms.append((t1 - t0) * 1e3)
@@ -222,11 +235,16 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
         # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
         with dog.phase("speed of light", steps=spec.sol_steps + 1):
+            if spec.sol_steps > 0:
+                wait_idle(batches)  # workers refilling their prefetch slots would take cores from these steps
             if job.reference:
                 first = spec.warmup + spec.steps
                 sol_ms = speed_of_light(lambda b, k: view.step(b, first + k), last_batch, device, spec.sol_steps)
             else:
                 sol_ms = speed_of_light(lambda b, k: job.step(b), last_batch, device, spec.sol_steps)
+        with dog.phase("loader ledger"):
+            for probe in probes:
+                probe.after_window()
         with dog.phase("observe", steps=spec.observe_steps):
             for _ in range(spec.observe_steps):
                 batch = next(batches)
@@ -239,6 +257,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         for probe in probes:
             probe.finish()
         batches.close()
+        threads.restore()
     timings = WindowTimings(
         start_s=start,
         end_s=end,
@@ -250,6 +269,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         samples=delivered,
         host_step_s=host_s,
         epoch_fetch_ms=epoch_fetch_ms,
+        fetch_cpu_s=fetch_cpu_s,
     )
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
@@ -258,10 +278,14 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps
     )
     timeline: dict[str, list[float]] = {}
+    probe_samples: dict[str, list[float]] = {}
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
+        probe_samples.update(probe.samples())
+    if "loader_capacity_samples_per_s" in metrics:
+        metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
         workload=job.name,
@@ -275,6 +299,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             "data_wait": shares,
             "epoch_fetch_ms": epoch_fetch_ms,
             "sol_step_ms": sol_ms,
+            "main_load_ms": [s * 1e3 for s in fetch_cpu_s],
+            **probe_samples,
         },
         fingerprint=Fingerprint.collect(str(device)),
         batch_size=job.batch_size,
@@ -417,16 +443,42 @@ def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int
     samples_per_s = delivered / t.wall_s
     sol_per_s = sol_samples / (sol_step / 1e3)
     wait = sum(t.fetch_s) / t.wall_s if t.wall_s > 0 else 0.0
-    return Metric(
-        "input_efficiency",
-        samples_per_s / sol_per_s,
-        "fraction",
-        detail={
-            "samples_per_s": samples_per_s,
-            "sol_samples_per_s": sol_per_s,
-            "sol_step_ms": sol_step,
-            "sol_steps": len(sol_ms),
-            "data_wait": wait,
-            "band": input_band(wait),
-        },
+    detail = {
+        "samples_per_s": samples_per_s,
+        "sol_samples_per_s": sol_per_s,
+        "sol_step_ms": sol_step,
+        "sol_steps": len(sol_ms),
+        "data_wait": wait,
+        "band": input_band(wait),
+    }
+    ratio = samples_per_s / sol_per_s
+    if ratio > 1.0:  # a ceiling the window beat is no ceiling: never print an efficiency above 1
+        window_step = t.wall_s * 1e3 / max(1, t.steps)
+        return Metric(
+            "input_efficiency",
+            None,
+            "fraction",
+            reason=(
+                f"the window ran {ratio:.2f}x its speed of light ({window_step:.3g} ms per step, fetch included, vs "
+                f"{sol_step:.3g} ms fed a cached batch): the speed-of-light steps were slowed by something else "
+                "(another process, threads beyond the cores), so they bound nothing; data wait "
+                f"{wait:.1%} ({input_band(wait)})"
+            ),
+            detail=detail,
+        )
+    return Metric("input_efficiency", ratio, "fraction", detail=detail)
+
+
+def _headroom(metrics: dict[str, Metric], target: float | None) -> Metric:
+    """loader_headroom against the declared target, else against the speed of light's samples/s."""
+    capacity = metrics.get("loader_capacity_samples_per_s")
+    if target is not None:
+        return loader_headroom(capacity, float(target), f"declared target_samples_per_s={target:g}")
+    eff = metrics.get("input_efficiency")
+    sol = eff.detail.get("sol_samples_per_s") if eff is not None else None
+    if eff is None or not eff.available or not sol:
+        why = eff.reason if eff is not None and eff.reason else "no speed of light was measured"
+        return loader_headroom(capacity, None, f"{why}; declare target_samples_per_s")
+    return loader_headroom(
+        capacity, float(sol), f"the speed of light: the step fed a cached batch takes {float(sol):.4g} samples/s"
     )
