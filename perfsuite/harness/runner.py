@@ -182,6 +182,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     fetch_cpu_s: list[float] = []
     host_s: list[float] = []
     epoch_fetch_ms: list[float] = []
+    epoch_fetch_cpu_ms: list[float] = []
     delivered = 0
     last_batch: Any = None
     sol_ms: list[float] = []
@@ -219,6 +220,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     fetch_s.append(t1 - t0)
                     if batches.epochs != epochs:
                         epoch_fetch_ms.append((t1 - t0) * 1e3)
+                        epoch_fetch_cpu_ms.append(fetch_cpu_s[-1] * 1e3)
                     delivered += batch_samples(batch)
                     job.step(batch)
                     clock.mark()
@@ -270,6 +272,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         host_step_s=host_s,
         epoch_fetch_ms=epoch_fetch_ms,
         fetch_cpu_s=fetch_cpu_s,
+        epoch_fetch_cpu_ms=epoch_fetch_cpu_ms,
     )
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
@@ -298,8 +301,10 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             "fetch_ms": [s * 1e3 for s in fetch_s],
             "data_wait": shares,
             "epoch_fetch_ms": epoch_fetch_ms,
+            "epoch_fetch_cpu_ms": epoch_fetch_cpu_ms,
             "sol_step_ms": sol_ms,
             "main_load_ms": [s * 1e3 for s in fetch_cpu_s],
+            "host_step_ms": [s * 1e3 for s in host_s],
             **probe_samples,
         },
         fingerprint=Fingerprint.collect(str(device)),

@@ -240,6 +240,37 @@ def _tail(knobs: Mapping[str, Any], result: Result) -> list[str]:
     return out
 
 
+def _loader_cost(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    """The stage that costs the most now, and the user's callable that runs it."""
+    detail = result.metric("loader_cpu_ms_per_sample").detail
+    by, code = detail.get("by") or {}, detail.get("code") or {}
+    out = []
+    if by:
+        stage = max(by, key=lambda k: by[k])
+        where = f" ({code[stage]})" if code.get(stage) else ""
+        out.append(f"costliest stage now: {stage}{where}, {by[stage]:.3g} ms/sample")
+    if knobs.get("aug") == "cpu":
+        out.append("augmentation on CPU workers")
+    return out
+
+
+def _main_load(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    workers = knobs.get("num_workers")
+    if workers == 0:
+        return ["num_workers=0: the training process decodes every batch itself, between its steps"]
+    return [f"num_workers={workers}"] if workers is not None else []
+
+
+def _capacity(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    detail = result.metric("loader_capacity_samples_per_s").detail
+    out = []
+    if detail.get("processes"):
+        out.append(f"{detail['processes']} process(es) load at once ({detail.get('cores', '')})")
+    if knobs.get("num_workers") is not None:
+        out.append(f"num_workers={knobs['num_workers']}")
+    return out
+
+
 _FINDERS = {
     "data-bound": _data_bound,
     "GPU underfed": _underfed,
@@ -256,4 +287,7 @@ _FINDERS = {
     "input format": _format,
     "AMP misused": _amp_misuse,
     "step-time tail": _tail,
+    "loader cost": _loader_cost,
+    "loading in the training process": _main_load,
+    "loader capacity": _capacity,
 }

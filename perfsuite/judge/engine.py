@@ -216,15 +216,20 @@ def _judge_samples(
     if per_sample:
         b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
     calibration = ""
+    rule_factor = spec.factor or factor
     if spec.scale_by:
         scaled = calibrated(spec, base, head, b_samples, h_samples)
         if scaled is not None:
-            b_samples, h_samples, calibration = scaled
+            b_samples, h_samples, moved = scaled
+            rule_factor = round(rule_factor * max(moved, 1 / moved) ** registry.CALIBRATION_TRUST, 3)
+            calibration = (
+                f", calibrated: the calibration kernel took x{moved:.3f} the base's CPU time, margin x{rule_factor:.3g}"
+            )
     higher = spec.better == "higher"  # a rate: judged as its reciprocal, a time, then shown as the rate again
     t = compare_timing(
         [1.0 / x for x in b_samples] if higher and min(b_samples + h_samples) > 0 else b_samples,
         [1.0 / x for x in h_samples] if higher and min(b_samples + h_samples) > 0 else h_samples,
-        spec.factor or factor,
+        rule_factor,
         alpha,
     )
     if t.log_ratio is None:
@@ -258,12 +263,13 @@ def _reason(reason: str, higher: bool) -> str:
 
 def calibrated(
     spec: registry.MetricSpec, base: Result, head: Result, b: Sequence[float], h: Sequence[float]
-) -> tuple[list[float], list[float], str] | None:
-    """Both sides' samples at the base's median calibration (``spec.scale_by``), or None if it cannot be done.
+) -> tuple[list[float], list[float], float] | None:
+    """Both sides' samples at the base's median calibration (``spec.scale_by``), and how far it moved; or None.
 
     Each sample is divided by the calibration measured beside it (a rate is
     multiplied), then scaled by the base's median calibration, so the figures
-    stay in the metric's unit at the base's speed.
+    stay in the metric's unit at the base's speed. The third value is the
+    head's median calibration over the base's.
     """
     from perfsuite.judge.stats import median
 
@@ -276,7 +282,7 @@ def calibrated(
         b2, h2 = [x * c / ref for x, c in zip(b, bc)], [x * c / ref for x, c in zip(h, hc)]
     else:
         b2, h2 = [x / c * ref for x, c in zip(b, bc)], [x / c * ref for x, c in zip(h, hc)]
-    return b2, h2, f", calibrated: the calibration kernel took x{median(hc) / ref:.3f} the base's CPU time"
+    return b2, h2, median(hc) / ref
 
 
 def _judge_tail(

@@ -37,6 +37,9 @@ class PerfState:
     reports: list[str] = field(default_factory=list)
     _session: PerfSession | None = None
     _device: str | None = None
+    # Set by a tool that takes over the runs (perfsuite doctor on a test id, perfsuite.plugin.capture): each
+    # perf_run call hands it its RunSpec and returns what it returns; nothing is judged.
+    capture: Any = None
 
     @property
     def judged(self) -> bool:
@@ -255,6 +258,8 @@ class PerfRun:
                 mutate=combined,
                 watchdog=s.watchdog_config(),
             )  # mutate: faults in the step's code
+        if self._state.capture is not None:
+            return self._state.capture(spec, result_id)
         try:
             result = run(spec, probes)
         except DeviceError as exc:
@@ -333,7 +338,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         outcome = yield
     finally:
         records = state.pending.pop(item.nodeid, []) if state else []
-    if state is None:
+    if state is None or state.capture is not None:  # captured runs are another tool's, not judged here
         return outcome
     bounds = marker_bounds(item)
     if not records:

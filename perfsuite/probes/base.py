@@ -68,6 +68,7 @@ class WindowTimings:
     host_step_s: list[float] = field(default_factory=list)  # host time per step, fetch included
     epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
     fetch_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time inside next(loader), per step
+    epoch_fetch_cpu_ms: list[float] = field(default_factory=list)  # that CPU time, for the fetches that began an epoch
 
     @property
     def wall_s(self) -> float:

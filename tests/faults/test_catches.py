@@ -25,12 +25,18 @@ EVIDENCE = {
     "seed_label_augment": "label_violations 0 ->",
     "images_only_cutmix": "images moved without their masks",
     "images_only_mixup": "images moved without their masks",
-    "persistent_workers_off": "epoch_fetch_ms median",
+    "persistent_workers_off": "epoch_start_cpu_ms median",
     "int64_masks": "int64 0 ->",
     "float64_inputs": "float64 0 ->",
     "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
     "channels_last_input": "input float32 channels_last",
     "print_loss": "Tensor.__format__ at perfsuite/harness/faults.py:",
+    "cpu_augmentation": "by stage: transform 0 ->",
+    "num_workers_0": "main_load_ms_per_step median",
+    "too_few_workers": "loader_capacity_samples_per_s median",
+    "heavy_collate": "by stage: collate_fn",
+    "decode_4x": "by stage: __getitem__",
+    "list_collate": "by stage: collate_fn",
 }
 
 
