@@ -58,7 +58,11 @@ def capture_test(test_id: str, handle: Callable[[Any, str], Any], args: Sequence
 
     cap = Capture(handle)
     serial = ["-n", "0"] if importlib.util.find_spec("xdist") is not None else []  # this process runs the test
-    code = pytest.main([test_id, "-q", "-p", "no:randomly", *serial, *args], plugins=[cap])
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):  # pytest's own lines go to stderr: stdout is the tool's report
+        code = pytest.main([test_id, "-q", "-p", "no:randomly", *serial, *args], plugins=[cap])
     if not cap.collected:
         raise PerfsuiteError(
             f"{test_id} names no test (pytest exit {int(code)}): give a node id such as "

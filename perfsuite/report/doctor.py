@@ -54,8 +54,10 @@ def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
         return [f"loader stages: unavailable ({stages.get('reason')})"]
     head = (
         f"loader: CPU ms per sample by stage, num_workers={stages.get('num_workers')}, capacity "
-        f"{_fmt(stages.get('capacity_samples_per_s'), '.4g')} samples/s"
+        f"{_fmt(stages.get('capacity_samples_per_s'), '.4g')} samples/s from the stages"
     )
+    if stages.get("capacity_after_overhead"):
+        head += f", {stages['capacity_after_overhead']:.4g} after the worker processes' overhead"
     if stages.get("headroom") is not None:
         head += f", headroom x{stages['headroom']:.2f} against {stages.get('demand')}"
     elif stages.get("headroom_reason"):

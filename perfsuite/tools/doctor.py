@@ -132,7 +132,8 @@ def clone_loader(loader: Any, num_workers: int) -> Any:
         "worker_init_fn": loader.worker_init_fn,
         "multiprocessing_context": loader.multiprocessing_context if num_workers > 0 else None,
         "generator": loader.generator,
-        "persistent_workers": bool(loader.persistent_workers) and num_workers > 0,
+        # From num_workers=0 the fix tried is the one the doctor names: workers that persist across epochs.
+        "persistent_workers": num_workers > 0 and (bool(loader.persistent_workers) or loader.num_workers == 0),
         "pin_memory_device": loader.pin_memory_device,
     }
     if num_workers > 0:
@@ -155,13 +156,22 @@ def more_workers(workers: int, usable: int) -> int | None:
 
 def with_workers(spec: RunSpec, k: int) -> RunSpec:
     """The run with ``num_workers=k``: a reference workload's knob, or the user's DataLoader cloned before it binds."""
+    from perfsuite.jobs.contract import Job
     from perfsuite.jobs.registry import is_job_target
 
     if not is_job_target(spec.workload):
-        flat = {"num_workers": k}
+        flat: dict[str, Any] = {"num_workers": k}
         if k == 0:
             flat.update(persistent_workers=False, prefetch_factor=None)
+        elif spec.knobs.loader.num_workers == 0:
+            flat.update(persistent_workers=True)
         return dataclasses.replace(spec, knobs=spec.knobs.replace(**flat))
+    if isinstance(spec.workload, Job):  # one Job object serves every run: change a copy, never the user's
+        job = spec.workload
+        if job.loader is not None:
+            return dataclasses.replace(spec, workload=dataclasses.replace(job, loader=clone_loader(job.loader, k)))
+        kwargs = {**job.loader_kwargs, "num_workers": k}
+        return dataclasses.replace(spec, workload=dataclasses.replace(job, loader_kwargs=kwargs))
     previous = spec.mutate
 
     def mutate(job: Any) -> None:
@@ -392,6 +402,7 @@ def _stages(result: Result) -> dict[str, Any]:
         "num_workers": result.knobs.get("num_workers"),
         "main_load_ms_per_step": main.value,
         "capacity_samples_per_s": capacity.value,
+        "capacity_after_overhead": capacity.detail.get("after_overhead"),
         "headroom": headroom.value,
         "headroom_reason": headroom.reason,
         "demand": headroom.detail.get("demand"),
@@ -501,8 +512,9 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
     if cached.get("available"):
         saves = (
             f"fed a cached batch the step takes {cached['cached_ms']:.3g} ms"
-            f"{_ci(cached['cached_low'], cached['cached_high'], '.3g', ' ms')}: fixing the input saves "
-            f"{cached['saves_ms']:.3g} ms/step{_ci(cached['saves_low'], cached['saves_high'], '.3g', ' ms')}"
+            f"{_ci(cached['cached_low'], cached['cached_high'], '.3g', ' ms')}: the input (waiting for batches, "
+            f"and the loader's share of the cores) costs {cached['saves_ms']:.3g} ms/step"
+            f"{_ci(cached['saves_low'], cached['saves_high'], '.3g', ' ms')}"
         )
     workers_effect = ""
     if workers.get("pairs"):
@@ -577,7 +589,7 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
                 "not input-bound: the step itself is the bottleneck",
                 evidence,
                 _step_fix(result),
-                saves.replace("fixing the input saves", "the input costs") if saves else "",
+                saves,
                 "step",
             )
         )
@@ -591,6 +603,12 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
                 "undecided",
             )
         )
+    rest_share = d.ledger.get("shares", {}).get("the rest", 0.0)
+    for note in sorted({n for n in result.notes if n.startswith("oversubscribed:")}):
+        what, _, advice = note.removeprefix("oversubscribed: ").rpartition(" (")
+        if rest_share > 0.2:
+            what += f"; the rest (beyond waiting, copies, syncs and compute) is {rest_share:.0%} of the step"
+        out.append(_finding("oversubscribed cores", what, advice.rstrip(")"), "", "cores"))
     syncs = d.ledger.get("syncs_per_step") or 0.0
     if syncs > 0:
         sites = d.ledger.get("sync_sites", {})
@@ -606,10 +624,6 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
                 "syncs",
             )
         )
-    for note in sorted({n for n in result.notes if n.startswith("oversubscribed:")}):
-        if note:
-            what, _, advice = note.removeprefix("oversubscribed: ").rpartition(" (")
-            out.append(_finding("oversubscribed cores", what, advice.rstrip(")"), "", "cores"))
     return out
 
 
