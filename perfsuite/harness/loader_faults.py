@@ -69,7 +69,7 @@ class LargerDecode:
         mode = "RGB" if ds.workload.channels == 3 else "L"
         with Image.open(self.big_root / f"{index:06d}.{ds.ext}") as img:
             big = img.convert(mode)
-            small = big.resize((big.width // 2, big.height // 2), Image.BILINEAR)
+            small = big.resize((big.width // 2, big.height // 2), Image.Resampling.BILINEAR)
         kind = ds.workload.target_kind
         target: Any = None
         if kind == "mask":
@@ -94,7 +94,7 @@ def _big_images(root: Path, ext: str) -> Path:
     tmp = tmpfiles.make_temp_dir(root.parent, target.name)
     for path in sorted((root / "images").glob(f"*.{ext}")):
         with Image.open(path) as img:
-            img.resize((img.width * 2, img.height * 2), Image.BICUBIC).save(tmp / path.name)
+            img.resize((img.width * 2, img.height * 2), Image.Resampling.BICUBIC).save(tmp / path.name)
     try:
         tmp.rename(target)
     except OSError:  # another process put it in place first

@@ -251,9 +251,9 @@ def _judge_samples(
         f": {_reason(t.reason, higher)}"
     )
     if t.outcome in (Outcome.REGRESSED, Outcome.IMPROVED):
-        moved = movers(base.metric(name).detail, head.metric(name).detail)
-        if moved:
-            message += f"; by stage: {moved}"
+        stages = movers(base.metric(name).detail, head.metric(name).detail)
+        if stages:
+            message += f"; by stage: {stages}"
     return Verdict(test_id, name, b_med, h_med, ratio, t.outcome, message)
 
 
