@@ -435,6 +435,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line("")
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
+        note = summary.oversubscription_note(perf.results)
+        if note:
+            tr.write_line(note)
         tr.write_line("")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
