@@ -193,6 +193,7 @@ class PerfRun:
         check: bool = True,
         probes: Any = None,
         mutate: Any = None,
+        target_samples_per_s: float | None = None,
         **knobs: Any,
     ) -> Result:
         """Run ``workload`` with flat knobs; return its Result.
@@ -206,7 +207,9 @@ class PerfRun:
         built before it runs (how perfsuite.harness.faults injects code-level bugs).
 
         Scale and device come from the session (``device=`` here overrides
-        it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
+        it); ``target_samples_per_s`` is the rate the loader must feed (the
+        demand ``loader_headroom`` compares with; default: the step's speed
+        of light); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
         ``warmup``. ``label`` names this Result when a test runs several
         (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
         it from the marker's thresholds. A knob this device cannot run
@@ -244,6 +247,7 @@ class PerfRun:
                 mutate=combined,
                 job_knobs=knobs,
                 watchdog=s.watchdog_config(),
+                target_samples_per_s=target_samples_per_s,
             )
         else:
             knobs.setdefault("device", self._state.device())
@@ -257,6 +261,7 @@ class PerfRun:
                 n_observe,
                 mutate=combined,
                 watchdog=s.watchdog_config(),
+                target_samples_per_s=target_samples_per_s,
             )  # mutate: faults in the step's code
         if self._state.capture is not None:
             return self._state.capture(spec, result_id)

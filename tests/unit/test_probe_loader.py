@@ -259,3 +259,16 @@ def test_window_timings_carry_the_training_process_fetch_cpu() -> None:
     names = {m.name: m for m in probe.metrics(t)}
     assert names["main_load_ms_per_step"].value == pytest.approx(2.0)
     assert names["loader_process_cpu_ms_per_sample"].reason == "planted: no OS reads"
+
+
+def test_a_declared_target_is_the_demand_the_headroom_compares_with() -> None:
+    from perfsuite.errors import KnobError
+
+    result = run(
+        RunSpec(_job(Planted(8, "none"), workers=0), steps=3, warmup=0, observe_steps=0, target_samples_per_s=1e9)
+    )
+    headroom = result.metric("loader_headroom")
+    assert headroom.detail["demand"] == "declared target_samples_per_s=1e+09" and headroom.value < 1
+    assert headroom.detail["feeds"] is False
+    with pytest.raises(KnobError, match="target_samples_per_s=-1"):
+        RunSpec("gray_classifier", target_samples_per_s=-1)
