@@ -2,8 +2,9 @@
 
 TARGET is a reference workload (``face_parsing``, with the knob flags of ``perfsuite run``),
 a registered job (``--import my_jobs faces``), or a perf test's node id
-(``tests/perf/test_loader.py::test_workers[2]``), whose perf_run calls are diagnosed
-instead of judged. Prints the report; ``--markdown``, ``--json`` and ``--png`` write files.
+(``tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]``), whose
+perf_run calls are diagnosed instead of judged. Prints the report; ``--markdown``, ``--json``
+and ``--png`` write files.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _progress() -> tuple[Any, Any]:
 def _spec(args: argparse.Namespace) -> Any:
     from perfsuite.core.knobs import FLAT_KNOBS, Knobs
     from perfsuite.harness.runner import RunSpec
-    from perfsuite.jobs.registry import get_job_factory, get_workload, is_job_target
+    from perfsuite.jobs.registry import get_job_factory, is_job_target, job_names, workload_names
 
     import_modules(args.imports)
     scale = args.scale or "smoke"
@@ -84,8 +85,13 @@ def _spec(args: argparse.Namespace) -> Any:
         return RunSpec(
             args.workload, scale=scale, knobs=Knobs(device=device), job_knobs=asked, seed=args.seed, **lengths
         )
-    if get_job_factory(args.workload) is None:
-        get_workload(args.workload)  # an unknown name: WorkloadError lists the names that exist
+    if get_job_factory(args.workload) is None and args.workload not in workload_names():
+        jobs = ", ".join(job_names()) or "none registered (register one, then name its module with --import)"
+        raise PerfsuiteError(
+            f"unknown workload or job {args.workload!r}: workloads are {', '.join(workload_names())}; jobs: {jobs}; "
+            "or give a perf test's node id, e.g. "
+            "tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]"
+        )
     return RunSpec(
         args.workload,
         scale=scale,

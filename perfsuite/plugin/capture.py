@@ -66,8 +66,8 @@ def capture_test(test_id: str, handle: Callable[[Any, str], Any], args: Sequence
     if not cap.collected:
         raise PerfsuiteError(
             f"{test_id} names no test (pytest exit {int(code)}): give a node id such as "
-            "tests/perf/test_loader.py::test_workers[2], a file of tests, or a workload or job name "
-            "(see `perfsuite list`)"
+            "tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0], a file of tests, "
+            "or a workload or job name (see `perfsuite list`)"
         )
     if not cap.captured:
         why = f"; it failed: {cap.failures[0]}" if cap.failures else ""

@@ -54,7 +54,7 @@ def test_the_ledger_adds_up_to_the_step() -> None:
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["doctor", "no_such_workload"], "unknown workload 'no_such_workload'"),
+        (["doctor", "no_such_workload"], "unknown workload or job 'no_such_workload': workloads are captcha_slider"),
         (["doctor", "tests/unit/test_doctor.py::test_the_ledger_adds_up_to_the_step"], "ran no perfsuite job"),
         (["doctor", "tests/unit/test_doctor.py::no_such_test"], "names no test"),
         (["doctor", "gray_classifier", "--rounds", "0"], "--rounds 0"),
