@@ -47,6 +47,14 @@ class Capture:
             self.failures.append(f"{report.nodeid} ({report.when}): {report.longreprtext.strip().splitlines()[-1:]}")
 
 
+def _hypothesis_profile() -> str | None:
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return None
+    return settings.get_current_profile_name()
+
+
 def looks_like_test_id(target: str) -> bool:
     """``tests/perf/test_x.py::test_y[...]`` or a test file: pytest's node ids, not a workload or job name."""
     return "::" in target or target.endswith(".py")
@@ -61,8 +69,16 @@ def capture_test(test_id: str, handle: Callable[[Any, str], Any], args: Sequence
     import contextlib
     import sys
 
-    with contextlib.redirect_stdout(sys.stderr):  # pytest's own lines go to stderr: stdout is the tool's report
-        code = pytest.main([test_id, "-q", "-p", "no:randomly", *serial, *args], plugins=[cap])
+    path, profile = list(sys.path), _hypothesis_profile()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # pytest's own lines go to stderr: stdout is the tool's report
+            code = pytest.main([test_id, "-q", "-p", "no:randomly", *serial, *args], plugins=[cap])
+    finally:  # the session loaded a Hypothesis profile and put the tests' folders on sys.path: put them back
+        sys.path[:] = path
+        if profile is not None:
+            from hypothesis import settings
+
+            settings.load_profile(profile)
     if not cap.collected:
         raise PerfsuiteError(
             f"{test_id} names no test (pytest exit {int(code)}): give a node id such as "
