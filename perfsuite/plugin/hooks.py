@@ -195,8 +195,9 @@ class PerfRun:
         """Run ``workload`` with flat knobs; return its Result.
 
         ``workload`` is a registered name, a Workload instance, a user's
-        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
-        (called with the session's device). For a Job, loader knobs given here
+        :class:`perfsuite.Job`, a user's training script
+        (``perfsuite.Script(["train.py", ...])``, run unchanged), or a job
+        factory ``factory(device) -> Job`` (called with the session's device). For a Job, loader knobs given here
         are checked against the user's DataLoader (or applied, when the Job
         hands perfsuite a dataset) and step knobs are refused: perfsuite does
         not change a user's step. ``mutate(pipeline_or_job)`` changes what was
@@ -210,6 +211,7 @@ class PerfRun:
         (amp='fp16' on a CPU) skips the test with the reason.
         """
         from perfsuite.core.knobs import Knobs
+        from perfsuite.core.options import period_steps
         from perfsuite.errors import DeviceError, RunTimeout
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
@@ -218,6 +220,7 @@ class PerfRun:
         s = self._state.settings
         result_id = self._result_id(label)
         n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
+        n_period = period_steps(s.period_steps, s.observe_steps)
         mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
 
         def combined_mutation(built: Any) -> None:
@@ -241,6 +244,7 @@ class PerfRun:
                 mutate=combined,
                 job_knobs=knobs,
                 watchdog=s.watchdog_config(),
+                period_steps=n_period,
             )
         else:
             knobs.setdefault("device", self._state.device())
@@ -254,6 +258,7 @@ class PerfRun:
                 n_observe,
                 mutate=combined,
                 watchdog=s.watchdog_config(),
+                period_steps=n_period,
             )  # mutate: faults in the step's code
         try:
             result = run(spec, probes)

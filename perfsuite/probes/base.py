@@ -45,6 +45,7 @@ class RunContext:
     batch_size: int
     observe_steps: int
     job: BoundJob | None = None  # the job being run (every run is one; perfsuite.jobs.contract)
+    shared: dict[str, Any] = field(default_factory=dict)  # what probes of one run share (probes.residency)
 
 
 @dataclass
@@ -93,6 +94,22 @@ class Probe:
     def observe(self) -> AbstractContextManager[Any]:
         """A context around each observed step, after the window: the only place to instrument."""
         return contextlib.nullcontext()
+
+    #: Watches the period scan: steps after the window, before the observed ones, in which only cheap
+    #: instrumentation looks for work done every N steps (see perfsuite.harness.observation).
+    scans: bool = False
+
+    def scan(self) -> AbstractContextManager[Any]:
+        """A context around each period-scan step (only called when ``scans`` is True)."""
+        return contextlib.nullcontext()
+
+    def periodic(self) -> list[tuple[int, int]]:
+        """Periodic work seen in the scan, as (period, offset): scan step k carries it when k % period == offset."""
+        return []
+
+    def notes(self) -> list[str]:
+        """Where a figure of this run can mislead, for Result.notes (e.g. non_blocking copies on a CPU run)."""
+        return []
 
     def finish(self) -> None:
         """After the observed steps, or when the run failed: release what observe() set up."""

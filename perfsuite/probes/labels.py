@@ -20,7 +20,9 @@ looks at the batch as the loader gave it and at the target the loss gets:
   region boundaries, are image/mask pairs the mix broke;
 * property (masks, GPU augmentation): the pipeline's augmentation goes through
   :func:`perfsuite.augment.checks.check_example` on this batch's masks; each
-  failing step counts one, with the checker's message.
+  failing step counts one, with the checker's message. A job's declared
+  ``flip_pairs`` (left/right labels) go with it, so a flip that swaps them
+  passes and a flip that forgets the swap fails.
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
 example and the property message. The checks run unobserved (every probe's
@@ -83,14 +85,15 @@ class LabelProbe(Probe):
         j = job.job
         if j.criterion is None:
             return (
-                f"job {j.name!r} declares no criterion, so perfsuite cannot see the targets that reach its loss; "
-                "pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that criterion "
-                "in your step"
+                f"job {j.name!r} has no loss module perfsuite can hook, so it cannot see the targets that reach "
+                "its loss; pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that "
+                "criterion in your step (a script under perfsuite exec: compute the loss with an nn.Module such "
+                "as nn.CrossEntropyLoss, or name one of several with --criterion)"
             )
         if j.num_classes is None:
             return (
                 f"job {j.name!r} declares no num_classes, so its targets have no class set to be checked "
-                "against; pass Job(num_classes=N, ignore_index=...)"
+                "against; pass Job(num_classes=N, ignore_index=...) (perfsuite exec: --num-classes N)"
             )
         return None
 
@@ -274,12 +277,27 @@ class LabelProbe(Probe):
             unpaired += n
         self.counts["unpaired"] += unpaired
 
+    def _flip_map(self, num_classes: int, ignore: int, fill: int) -> tuple[tuple[int, int], ...]:
+        """The declared left/right swaps (``Job(flip_pairs=...)``) in the property checker's terms."""
+        pairs = getattr(self._ctx.workload, "flip_pairs", ()) if self._ctx is not None else ()
+        if not pairs:
+            return ()
+        from perfsuite.augment.labels import LabelSpace
+
+        return LabelSpace.declare(num_classes, ignore, fill, flip_pairs=pairs).flip_map
+
     def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int, fill: int) -> None:
         from perfsuite.augment.checks import Declared, PropertyViolation, TorchBatched, check_example
         from perfsuite.errors import AugmentationError
 
         assert self._ctx is not None
-        declared = Declared(num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True)
+        declared = Declared(
+            num_classes=num_classes,
+            ignore_index=ignore,
+            fill=fill,
+            photometric=True,
+            flip_map=self._flip_map(num_classes, ignore, fill),
+        )
         try:
             check_example(TorchBatched(augment, device=self._ctx.device), masks, step, declared)
         except PropertyViolation as exc:
