@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
     p.add_argument("--flip-pairs", type=_flip_pairs, metavar="A:B,...", help="labels a horizontal flip swaps: 4:5,6:7")
     p.add_argument("--name", help="the name Results use (default: the script's file name)")
-    p.add_argument("--json", action="store_true", help="print the Result as JSON")
+    p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
     p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS (or -- python -m module ARGS)")
@@ -86,8 +86,13 @@ def run(args: argparse.Namespace) -> int:
         observe_steps=observe_steps,
         period_steps=period_steps(args.period_steps, args.observe_steps),
     )
+    import contextlib
+
+    # With --json, stdout is the Result's: the script's own prints go to stderr.
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     try:
-        result = run_job(spec)
+        with quiet:
+            result = run_job(spec)
     except ScriptError as exc:
         if exc.script_traceback:
             print(exc.script_traceback, end="", file=sys.stderr)

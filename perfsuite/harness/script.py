@@ -99,7 +99,7 @@ def _script_frames(frame: Any) -> list[Any]:
     out = []
     while frame is not None:
         path = frame.f_code.co_filename
-        if path.endswith(os.sep + "runpy.py") or path == runpy.__file__:
+        if _is_runpy(path) or path == runpy.__file__:
             break
         if not path.startswith(_PACKAGE):
             out.append(frame)
@@ -264,9 +264,12 @@ class _Driver:
     def wrap(self, loader: Any, make: Any) -> Any:
         """``DataLoader.__iter__`` while the script runs: the training loader's iterator comes back marked."""
         if not any(known is loader for known in self.loaders):
-            self.loaders.append(loader)
-            if self.training is None and self.phase == SETUP and self._chosen(loader):
-                self.training = loader
+            if self._same_as_training(loader):
+                self.training = loader  # the script builds its loader again (each epoch): still the training one
+            else:
+                self.loaders.append(loader)
+                if self.training is None and self.phase == SETUP and self._chosen(loader):
+                    self.training = loader
         if loader is not self.training or self.phase == DONE:
             return make()
         t0 = time.perf_counter()
@@ -274,6 +277,11 @@ class _Driver:
         self._iter_s, self._new_epoch = time.perf_counter() - t0, True
         self.epochs += 1
         return _Marked(it, self)
+
+    def _same_as_training(self, loader: Any) -> bool:
+        """A new DataLoader over the training loader's own dataset object: the same training loader, re-built."""
+        dataset = getattr(self.training, "dataset", None)
+        return dataset is not None and getattr(loader, "dataset", None) is dataset
 
     def _chosen(self, loader: Any) -> bool:
         matching = [known for known in self.loaders if self.choice.matches(known)]
@@ -396,9 +404,6 @@ class _Driver:
             name=self.script.label,
         )
         self.job = bind(job)
-        self.job.notes.append(
-            f"perfsuite exec {self.script.command()}: {self._describe_loader()}; {self.found.describe()}"
-        )
         scale = Scale(self.spec.scale, (0, 0), num_samples=0, batch_size=self.job.batch_size)
         device = str(self.job.device)
         self.ctx = RunContext(
@@ -424,7 +429,7 @@ class _Driver:
         return (
             f"training loader over {type(dataset).__name__} (batch {getattr(loader, 'batch_size', '?')}, "
             f"{getattr(loader, 'num_workers', '?')} workers)"
-            + (f", {others} other loader(s) left alone" if others > 0 else "")
+            + (f"; {others} other DataLoader(s) iterated, left alone" if others > 0 else "")
         )
 
     def _begin_window(self) -> None:
@@ -566,13 +571,17 @@ def _as_main(script: Script) -> Iterator[None]:
                 del sys.modules[name]
 
 
+def _is_runpy(filename: str) -> bool:
+    return filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
+
+
 def _trimmed_traceback(exc: BaseException) -> str:
     """The script's traceback as Python would print it for ``python train.py``: perfsuite's and runpy's frames out."""
     te = traceback.TracebackException.from_exception(exc)
     todo = [te]
     while todo:
         current = todo.pop()
-        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not f.filename.endswith("runpy.py")]
+        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not _is_runpy(f.filename)]
         current.stack = traceback.StackSummary.from_list(kept)
         todo += [c for c in (current.__cause__, current.__context__) if c is not None]
     return "".join(te.format())
@@ -644,6 +653,9 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
         raise failure
     if driver.phase != DONE or driver.plan is None:
         raise _ended_early(script, spec, driver)
+    driver.job.notes.append(
+        f"perfsuite exec {script.command()}: {driver._describe_loader()}; {driver.found.describe()}"
+    )
     return ScriptRun(driver.job, driver.timings(), driver.sol_ms, driver.last_batch, driver.plan)
 
 

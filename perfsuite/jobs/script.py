@@ -37,6 +37,10 @@ from perfsuite.jobs.workload import TARGET_KINDS
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?(\.exe)?$")
 
 
+def _is_list(argv: Any) -> bool:
+    return isinstance(argv, Sequence) and not isinstance(argv, (str, bytes))
+
+
 @dataclass(frozen=True)
 class LoaderChoice:
     """Which DataLoader marks the steps: by class name (dataset or loader) and ordinal, or by ordinal alone."""
@@ -81,8 +85,8 @@ class LoaderChoice:
 class Script:
     """A training script (``["train.py", ARGS...]``) or module (``["-m", "pkg.train", ARGS...]``), run unchanged.
 
-    A leading ``python`` is dropped, so the command line a user types works as is.
-    Paths are resolved against the working directory when the Script is made.
+    A leading ``python`` is dropped, so the command line a user types works as is; arguments may be
+    strings or paths. The script's path is resolved against the working directory when the Script is made.
     """
 
     argv: Sequence[str]
@@ -97,7 +101,7 @@ class Script:
     module: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        argv = list(self.argv) if not isinstance(self.argv, str) else None
+        argv = [os.fspath(a) if isinstance(a, os.PathLike) else a for a in self.argv] if _is_list(self.argv) else None
         if not argv or not all(isinstance(a, str) for a in argv):
             raise JobError(
                 f"Script({self.argv!r}): give the command line as a list of strings, e.g. "

@@ -212,7 +212,7 @@ class PerfRun:
         """
         from perfsuite.core.knobs import Knobs
         from perfsuite.core.options import period_steps
-        from perfsuite.errors import DeviceError, RunTimeout
+        from perfsuite.errors import DeviceError, RunTimeout, ScriptError
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
@@ -260,12 +260,17 @@ class PerfRun:
                 watchdog=s.watchdog_config(),
                 period_steps=n_period,
             )  # mutate: faults in the step's code
+        failed: ScriptError | None = None
         try:
             result = run(spec, probes)
+        except ScriptError as exc:  # a user's script that raised or ended early: its own traceback, not ours
+            failed = exc
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
         except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
             pytest.fail(f"perfsuite: {exc}", pytrace=False)
+        if failed is not None:  # outside the except block: no "during handling" chain in the report
+            pytest.fail(f"perfsuite: {failed.script_traceback}{failed}", pytrace=False)
         if s.inject:
             import dataclasses
 

@@ -76,6 +76,7 @@ class CostProbe(Probe):
 
     def __init__(self) -> None:
         self._ctx: RunContext | None = None
+        self._residency: Any = None
         self._observed = 0
         self.ops: Counter[str] = Counter()
         self.h2d: Counter[str] = Counter()
@@ -85,6 +86,7 @@ class CostProbe(Probe):
 
     def setup(self, ctx: RunContext) -> None:
         self._ctx = ctx
+        self._residency = residency_for(ctx)
         self._observed, self.flops, self.non_blocking = 0, 0, 0
         self.ops, self.h2d, self.formats = Counter(), Counter(), []
 
@@ -97,7 +99,7 @@ class CostProbe(Probe):
         from perfsuite.probes.sites import Sites
 
         assert self._ctx is not None
-        probe, sites, residency = self, Sites(), residency_for(self._ctx)
+        probe, sites, residency = self, Sites(), self._residency
         factories = {getattr(torch, name) for name in DATA_FACTORIES if hasattr(torch, name)}
 
         def count(tensor: Any) -> None:
@@ -167,7 +169,7 @@ class CostProbe(Probe):
             hook = model.register_forward_pre_hook(record)  # this module's own hook, for observed steps only
         copies, ops = self._modes()
         try:
-            with residency_for(self._ctx).tracking(), ops, copies:
+            with self._residency.tracking(), ops, copies:
                 yield
         finally:
             if hook is not None:
