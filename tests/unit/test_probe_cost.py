@@ -172,3 +172,21 @@ def test_non_blocking_copies_on_a_cpu_run_get_a_note() -> None:
     (note,) = probe.notes()
     assert note.startswith("non_blocking=True on 2 copies per 2 observed step(s) of a CPU run")
     assert CostProbe().notes() == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: host->device copies only cross on a device")
+def test_cuda_counts_the_same_copies_as_the_cpu_run_predicts() -> None:
+    """What the CPU run's residency rules predict (the table in docs/exec.md), on a real device."""
+    probe = CostProbe()
+    probe.setup(SimpleNamespace(device="cuda", observe_steps=1, knobs=Knobs(device="cuda"), pipeline=None))
+
+    def step() -> None:
+        torch.tensor([[1, 2], [3, 4]], dtype=torch.int16, device="cuda")  # 8 bytes of host data
+        torch.zeros(100, device="cuda")  # allocated there: nothing crosses
+        torch.ones(4).to("cuda").cpu().to(torch.float64)  # 16 bytes there, nothing back
+        torch.zeros(2, device="cuda").copy_(torch.ones(2, dtype=torch.float64))  # 16 bytes
+
+    with probe.observe():
+        step()
+    m = {metric.name: metric for metric in probe.metrics(TIMINGS)}
+    assert m["h2d_bytes_per_step"].detail["by"] == {"int16": 8.0, "float32": 16.0, "float64": 16.0}

@@ -225,3 +225,25 @@ def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
         ("Tensor.__repr__", str(_line_of("# planted: print"))),
         ("Tensor.__format__", str(_line_of("# planted: format"))),
     }
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: only a device tensor's read is a real sync")
+def test_cuda_reads_match_what_the_cpu_run_counts() -> None:
+    """docs/exec.md's table on a real device: host reads free, one sync for .cpu().numpy(), clip_grad_norm_ syncs."""
+    model = torch.nn.Linear(3, 1).cuda()
+    host = torch.ones(3)
+
+    def step() -> None:
+        host.numpy()
+        host.sum().item()
+        model(torch.randn(4, 3, device="cuda")).sum().backward()
+        model.weight.detach().cpu().numpy()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+
+    probe = SyncProbe()
+    probe.setup(SimpleNamespace(device="cuda", observe_steps=1, knobs=Knobs.from_flat(device="cuda")))
+    with probe.observe():
+        step()
+    probe.finish()
+    ops = sorted(s["op"] for s in probe.metrics(TIMINGS)[0].detail["sites"] if s["site"] != "<unknown>")
+    assert ops == ["Tensor.__bool__", "Tensor.cpu"]
