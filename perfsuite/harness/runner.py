@@ -1,5 +1,8 @@
 """Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
+A user's training script (:class:`perfsuite.Script`) goes through the same phases, driven by its
+own loop (:mod:`perfsuite.harness.script`); both Results are made by :func:`assemble_result`.
+
 The runner is the only place that synchronises the device, and it does so
 only at the edges of the measured window; per-step times on a GPU come from
 CUDA events recorded on the stream, so the harness never adds a sync the

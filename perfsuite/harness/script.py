@@ -193,6 +193,23 @@ def find_objects(frames: Sequence[Any], criterion_name: str | None = None) -> Fo
     return Found(model, optimizer, scalers[0] if scalers else None, losses[0] if len(losses) == 1 else None, losses)
 
 
+@contextlib.contextmanager
+def _suspended() -> Iterator[None]:
+    """The loader's own fetch inside an observed step: every probe's modes off, and CUDA's sync debug mode
+    (the sync probe's) too, so loading is never counted as the step's work."""
+    import torch
+
+    debug = torch.cuda.get_sync_debug_mode() if torch.cuda.is_available() else 0
+    if debug:
+        torch.cuda.set_sync_debug_mode(0)
+    try:
+        with unobserved():
+            yield
+    finally:
+        if debug:
+            torch.cuda.set_sync_debug_mode(debug)
+
+
 class _Marked:
     """The training loader's iterator, as the script sees it: each batch it yields is a step boundary."""
 
@@ -270,8 +287,10 @@ class _Driver:
                 self.loaders.append(loader)
                 if self.training is None and self.phase == SETUP and self._chosen(loader):
                     self.training = loader
-        if loader is not self.training or self.phase == DONE:
+        if loader is not self.training:
             return make()
+        if self.phase == DONE:  # the script caught the stop and iterates again: stop it again, start no workers
+            return _Marked(iter(()), self)
         t0 = time.perf_counter()
         it = make()
         self._iter_s, self._new_epoch = time.perf_counter() - t0, True
@@ -303,7 +322,7 @@ class _Driver:
         if served is not _FETCH:
             return served
         try:
-            with unobserved() if self._kind is not None else contextlib.nullcontext():
+            with _suspended() if self._kind is not None else contextlib.nullcontext():
                 batch = next(it)
         except StopIteration:
             self._undo()
@@ -649,6 +668,9 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
             probe.finish()
     if driver.error is not None:
         raise driver.error
+    timed_out = getattr(driver.dog, "_pending", None)  # off the main thread the deadline lands as an exception
+    if isinstance(timed_out, RunTimeout):
+        raise timed_out
     if failure is not None:
         raise failure
     if driver.phase != DONE or driver.plan is None:

@@ -440,6 +440,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line("")
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
+        for line in summary.format_notes(perf.results):
+            tr.write_line(line)
         tr.write_line("")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""

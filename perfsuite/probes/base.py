@@ -11,6 +11,14 @@ run before the window. ``start()``/``stop()`` may only start passive
 samplers (threads reading NVML or /proc); the runner refuses a window in
 which a probe left a torch function or dispatch mode active. Deterministic
 signals are counted exactly on steps that do the same work as the window's.
+
+Before the observed steps, a *period scan* may run (perfsuite.harness.observation):
+only probes that declare ``scans`` watch those steps, through ``scan()``,
+cheaply, and report work that recurs every N steps through ``periodic()``;
+the observed steps then skip the steps predicted to carry it. A probe never
+registers a global hook (``torch.nn.modules.module.register_module_forward_hook``
+and the like): under one, ``torch.compile(module)`` warns at the user's call
+and fires hooks twice. Hooks go on the run's own modules, in observed steps only.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def faces(example, tmp_path_factory):
 
 
 def _run(job, steps=3, **job_knobs):
-    return run(RunSpec(job, steps=steps, warmup=1, observe_steps=2, job_knobs=job_knobs))
+    return run(RunSpec(job, steps=steps, warmup=1, observe_steps=2, job_knobs=job_knobs, period_steps=0))
 
 
 def test_user_step_shows_its_own_sync_site_and_loader(example, faces):
