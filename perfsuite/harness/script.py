@@ -41,6 +41,7 @@ import sys
 import time
 import traceback
 import types
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,11 +151,11 @@ def find_objects(frames: Sequence[Any], criterion_name: str | None = None) -> Fo
     optimizers: list[Any] = []
     scalers: list[Any] = []
     seen: set[int] = set()
-    queue: list[tuple[Any, int]] = [(v, 0) for f in frames for v in list(f.f_locals.values())]
+    queue: deque[tuple[Any, int]] = deque((v, 0) for f in frames for v in list(f.f_locals.values()))
     skip: tuple[type, ...] = (torch.Tensor, str, bytes, int, float, type, types.ModuleType)
     skip += (torch.utils.data.DataLoader, torch.utils.data.Dataset)
     while queue:
-        obj, depth = queue.pop(0)
+        obj, depth = queue.popleft()
         if id(obj) in seen or obj is None or isinstance(obj, skip):
             continue
         seen.add(id(obj))
@@ -165,7 +166,7 @@ def find_objects(frames: Sequence[Any], criterion_name: str | None = None) -> Fo
         elif isinstance(obj, torch.amp.GradScaler):
             scalers.append(obj)
         elif depth < _SEARCH_DEPTH:
-            queue += [(child, depth + 1) for child in _children(obj)]
+            queue.extend((child, depth + 1) for child in _children(obj))
     inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
     roots = [m for m in modules if id(m) not in inner]
     trained = {id(p) for opt in optimizers for group in opt.param_groups for p in group["params"]}

@@ -253,3 +253,25 @@ def test_the_result_reads_back_and_its_modules_are_forgotten(digits):
         == json.loads(result.to_json())["metrics"]["syncs_per_step"]["detail"]
     )
     assert "digits_data" not in sys.modules and str(DIGITS) not in sys.path
+
+
+def test_the_model_optimizer_scaler_and_loss_are_found_among_the_scripts_objects():
+    from perfsuite.harness.script import find_objects
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+            self.ema = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))  # not trained: not the model
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+            self.scaler = torch.amp.GradScaler("cpu")
+            self.losses = {"seg": torch.nn.CrossEntropyLoss(), "aux": torch.nn.MSELoss()}
+
+    def loop_frame(trainer):  # a frame holding the trainer, as the script's loop does
+        return sys._getframe()
+
+    trainer = Trainer()
+    found = find_objects([loop_frame(trainer)])
+    assert found.model is trainer.model and found.optimizer is trainer.optimizer and found.scaler is trainer.scaler
+    assert found.criterion is None and {type(m).__name__ for m in found.losses} == {"CrossEntropyLoss", "MSELoss"}
+    assert "name it with --criterion" in found.describe()
+    assert find_objects([loop_frame(trainer)], "MSELoss").criterion is trainer.losses["aux"]
