@@ -110,33 +110,54 @@ class Residency:
     # -- the modes (CPU runs only) -------------------------------------------------------------------------
 
     def _mark(self, value: Any) -> None:
+        """Mark a tensor, or the tensors of a list/tuple (an op's outputs, a foreach op's arguments)."""
         import torch
-        from torch.utils._pytree import tree_leaves
 
-        for leaf in tree_leaves(value):
-            if isinstance(leaf, torch.Tensor):
-                self._on_device[leaf] = True
+        if isinstance(value, torch.Tensor):
+            self._on_device[value] = True
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self._mark(item)
 
-    def _any_on_device(self, value: Any) -> bool:
+    def _any_on_device(self, values: Any) -> bool:
+        """Does any tensor among ``values`` (one level of lists/tuples inside, as ops take them) live on the device?"""
         import torch
-        from torch.utils._pytree import tree_leaves
 
-        return any(isinstance(leaf, torch.Tensor) and leaf in self._on_device for leaf in tree_leaves(value))
+        on_device = self._on_device
+        for value in values:
+            if isinstance(value, torch.Tensor):
+                if value in on_device:
+                    return True
+            elif isinstance(value, (list, tuple)):
+                if any(isinstance(v, torch.Tensor) and v in on_device for v in value):
+                    return True
+        return False
 
     def _dispatch_mode(self) -> Any:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         residency = self
+        writes: dict[Any, tuple[tuple[int, str, bool], ...]] = {}  # per op: the arguments it writes
+
+        def written(func: Any) -> tuple[tuple[int, str, bool], ...]:
+            found = writes.get(func)
+            if found is None:
+                found = tuple(
+                    (i, a.name, a.kwarg_only)
+                    for i, a in enumerate(func._schema.arguments)
+                    if a.alias_info is not None and a.alias_info.is_write
+                )
+                writes[func] = found
+            return found
 
         class FollowDevice(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
-                if residency._any_on_device((args, kwargs)):
+                if residency._any_on_device(args) or (kwargs and residency._any_on_device(kwargs.values())):
                     residency._mark(out)
-                    for i, arg in enumerate(func._schema.arguments):
-                        if arg.alias_info is not None and arg.alias_info.is_write:
-                            residency._mark(kwargs.get(arg.name) if arg.kwarg_only else args[i : i + 1])
+                    for i, name, kwarg_only in written(func):
+                        residency._mark(kwargs.get(name) if kwarg_only else (args[i] if i < len(args) else None))
                 return out
 
         return FollowDevice()
