@@ -125,12 +125,9 @@ class Residency:
 
         on_device = self._on_device
         for value in values:
-            if isinstance(value, torch.Tensor):
-                if value in on_device:
-                    return True
-            elif isinstance(value, (list, tuple)):
-                if any(isinstance(v, torch.Tensor) and v in on_device for v in value):
-                    return True
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            if any(isinstance(v, torch.Tensor) and v in on_device for v in items):
+                return True
         return False
 
     def _dispatch_mode(self) -> Any:
