@@ -131,7 +131,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "steps watched for work done every N steps (a read-back every 10 steps) before the observed ones "
         "(default: 20 for a user's job or script, none for a reference workload without log/eval intervals; "
-        "0 when --perfsuite-observe-steps is given alone)",
+        "0 when observe steps are given alone)",
         metavar="N",
         minimum=0,
         cli="--period-steps",
