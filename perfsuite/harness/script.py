@@ -85,7 +85,10 @@ class Found:
 
     def describe(self) -> str:
         def name(obj: Any) -> str:
-            return type(obj).__name__ if obj is not None else "none found"
+            if obj is None:
+                return "none found"
+            inner = getattr(obj, "_orig_mod", None)  # torch.compile's OptimizedModule
+            return f"{type(inner).__name__} (compiled)" if inner is not None else type(obj).__name__
 
         loss = name(self.criterion)
         if self.criterion is None and len(self.losses) > 1:
