@@ -38,72 +38,57 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from perfsuite.augment.adapters import LAYOUTS, NumpyPerSample, TorchBatched, make_adapter
 from perfsuite.augment.hints import invented_label, padded_with
 from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast, mirrored
+from perfsuite.augment.outputs import Output, seeded, stack_outputs
+from perfsuite.augment.painting import (
+    LOOSE_TOL,
+    OUTSIDE,
+    PALETTE,
+    STRICT_TOL,
+    decode,
+    encode,
+    palette_for,
+    uniform,
+)
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
-OUTSIDE = -(2**62)  # decoded label of the image fill colour (black); no mask dtype perfsuite draws holds it
-STRICT_TOL = 13.0  # 0.05 of the 0..255 range: uint8 rounding passes, a 20% MixUp blend does not
-LOOSE_TOL = 51.0  # 0.2 of the range: ~6 sigma of recipe noise, far below palette spacing (>= 127)
-
-# Palette: the 3-level RGB grid without black (black is the image fill), corners first.
-_LEVELS = (0, 128, 255)
-_GRID = [(r, g, b) for r in _LEVELS for g in _LEVELS for b in _LEVELS if (r, g, b) != (0, 0, 0)]
-PALETTE = np.array(sorted(_GRID, key=lambda c: (sum(v == 128 for v in c), c)), dtype=np.float64)
-
-
-# -- painting and decoding ------------------------------------------------------------------
-
-
-def palette_for(masks: np.ndarray) -> dict[int, np.ndarray]:
-    """One colour per label present in ``masks``, shared by the whole batch."""
-    labels = np.unique(masks).tolist()
-    if len(labels) > len(PALETTE):
-        raise AugmentationError(
-            f"{len(labels)} labels in one batch but the palette has {len(PALETTE)} colours; "
-            f"draw batches with at most {len(PALETTE)} distinct labels"
-        )
-    return {label: PALETTE[i] for i, label in enumerate(labels)}
-
-
-def encode(masks: np.ndarray, palette: dict[int, np.ndarray]) -> np.ndarray:
-    """Images ``[B, H, W, 3]`` uint8 whose colours are the masks' labels (any integer labels, -100 or 70,000 too)."""
-    keys = np.array(sorted(palette), dtype=np.int64)
-    colours = np.stack([palette[k] for k in keys.tolist()]).astype(np.uint8)
-    idx = np.searchsorted(keys, masks.astype(np.int64)).clip(0, len(keys) - 1)
-    if (keys[idx] != masks).any():
-        raise AugmentationError(
-            "encode: the masks hold labels the palette has no colour for; build it with palette_for"
-        )
-    return colours[idx]
-
-
-def decode(images: np.ndarray, palette: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(nearest label, distance to its colour) per pixel; black decodes to ``OUTSIDE``."""
-    labels = np.array([OUTSIDE, *palette], dtype=np.int64)
-    colours = np.stack([np.zeros(3), *palette.values()])
-    dist = np.linalg.norm(images[..., None, :] - colours, axis=-1)
-    nearest = dist.argmin(-1)
-    return labels[nearest], np.take_along_axis(dist, nearest[..., None], -1)[..., 0]
-
-
-def uniform(mask: np.ndarray, margin: int) -> np.ndarray:
-    """True where the ``(2*margin+1)**2`` window around a pixel lies inside the mask and holds one label."""
-    h, w = mask.shape
-    padded = np.pad(mask.astype(np.int64), margin, constant_values=np.iinfo(np.int64).min)
-    out = np.ones((h, w), bool)
-    for dy in range(2 * margin + 1):
-        for dx in range(2 * margin + 1):
-            out &= padded[dy : dy + h, dx : dx + w] == mask
-    return out
+FUNC = "check_paired_augmentation"
+__all__ = [  # what the docs and tests import from here; adapters, outputs and painting are their own modules
+    "LAYOUTS",
+    "LOOSE_TOL",
+    "OUTSIDE",
+    "PALETTE",
+    "STRICT_TOL",
+    "AugmentationError",
+    "Declared",
+    "NumpyPerSample",
+    "Output",
+    "PropertyViolation",
+    "TorchBatched",
+    "assert_aligned",
+    "assert_mask_format",
+    "assert_masks_unchanged",
+    "assert_paired",
+    "assert_valid_labels",
+    "check_example",
+    "check_paired_augmentation",
+    "decode",
+    "encode",
+    "make_adapter",
+    "palette_for",
+    "probe_output_size",
+    "seeded",
+    "stack_outputs",
+    "uniform",
+]
 
 
 def _first(where: np.ndarray) -> str:
@@ -359,122 +344,6 @@ def assert_paired(masks_in: np.ndarray, images_out: np.ndarray, palette: dict[in
             )
 
 
-# -- adapters: any paired callable -> NumPy in one layout -----------------------------------
-
-
-@dataclass(frozen=True)
-class Output:
-    images: Any  # [B, H, W, 3] float 0..255; a list of [H_i, W_i, 3] when sizes vary per sample
-    masks: Any  # [B, H, W] int64; a list of [H_i, W_i] when sizes vary per sample
-    dtype_in: str
-    dtype_out: str
-
-    @property
-    def ragged(self) -> bool:
-        """Each sample came out at its own size (random crops): the properties run per sample."""
-        return isinstance(self.masks, list)
-
-
-def stack_outputs(images: list, masks: list, dtype_in: str, per_sample_sizes: bool = False) -> Output:
-    """Per-sample outputs (image 0..255 or 0..1, mask) as one :class:`Output`; ragged if sizes differ and allowed."""
-    imgs = [np.asarray(i, np.float64) * (1.0 if np.asarray(i).dtype == np.uint8 else 255.0) for i in images]
-    ms = [np.asarray(m) for m in masks]
-    dtypes = {str(m.dtype) for m in ms}
-    shapes = {m.shape for m in ms} | {i.shape[:2] for i in imgs}
-    dtype_out = "/".join(sorted(dtypes))
-    if len(shapes) != 1:
-        if per_sample_sizes:
-            return Output(imgs, [m.astype(np.int64) for m in ms], dtype_in, dtype_out)
-        raise PropertyViolation(
-            "mask format",
-            f"per-sample outputs have different sizes {sorted(shapes)}; if the "
-            "callable crops or scales each sample to its own size, pass per_sample_sizes=True "
-            "(each sample is then checked on its own)",
-        )
-    return Output(np.stack(imgs), np.stack(ms).astype(np.int64), dtype_in, dtype_out)
-
-
-@contextlib.contextmanager
-def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
-    """Seed torch, NumPy's and Python's global generators for one call, restoring them after."""
-    import torch
-
-    np_state, py_state = np.random.get_state(), random.getstate()
-    devices = [torch.device(device).index or 0] if str(device).startswith("cuda") else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        np.random.seed(seed)
-        random.seed(seed)
-        try:
-            yield
-        finally:
-            np.random.set_state(np_state)
-            random.setstate(py_state)
-
-
-class TorchBatched:
-    """Adapts ``fn(images [B, 3, H, W], masks [B, H, W]) -> (images, masks)`` on torch tensors.
-
-    Images go in as ``image_dtype`` (float32 in [0, 1] or uint8), masks as
-    ``mask_dtype`` (long by default). ``factory=True``: ``fn(seed)`` builds the
-    callable, for augmentations with their own generator.
-    """
-
-    def __init__(
-        self,
-        fn: Callable,
-        *,
-        device: str = "cpu",
-        image_dtype: str = "float32",
-        mask_dtype: str = "int64",
-        factory: bool = False,
-    ) -> None:
-        self.fn, self.device, self.factory = fn, device, factory
-        self.image_dtype, self.mask_dtype = image_dtype, mask_dtype
-
-    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
-        import torch
-
-        x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(self.device)
-        x = x.to(getattr(torch, self.image_dtype))
-        if x.is_floating_point():
-            x = x / 255.0
-        m = torch.from_numpy(masks).to(self.device, getattr(torch, self.mask_dtype))
-        with seeded(seed, self.device), torch.no_grad():
-            fn = self.fn(seed) if self.factory else self.fn
-            xo, mo = fn(x, m)
-        scale = 255.0 if x.is_floating_point() else 1.0  # back to the 0..255 the images were painted in
-        xo = (xo.detach().cpu().double() * scale).permute(0, 2, 3, 1).numpy()
-        return Output(xo, mo.detach().cpu().long().numpy(), str(m.dtype), str(mo.dtype))
-
-
-class NumpyPerSample:
-    """Adapts ``fn(image HxWx3 uint8, mask HxW) -> (image, mask)``, called once per sample.
-
-    ``factory=True``: ``fn(seed)`` builds the callable once per batch (e.g.
-    ``lambda s: CpuAugment(recipe, "mask", seed=s)``). ``per_sample_sizes``:
-    outputs may differ in size per sample (random crop/scale).
-    """
-
-    def __init__(
-        self, fn: Callable, *, image_dtype: str = "uint8", factory: bool = False, per_sample_sizes: bool = False
-    ) -> None:
-        self.fn, self.image_dtype, self.factory = fn, image_dtype, factory
-        self.per_sample_sizes = per_sample_sizes
-
-    def call_one(self, fn: Callable, image: np.ndarray, mask: np.ndarray) -> tuple[Any, Any]:
-        x = image if self.image_dtype == "uint8" else image.astype(self.image_dtype) / 255.0
-        return fn(x, mask)
-
-    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
-        outs = []
-        with seeded(seed):
-            fn = self.fn(seed) if self.factory else self.fn
-            for img, mask in zip(images, masks):
-                outs.append(self.call_one(fn, img, mask.copy()))
-        return stack_outputs([o[0] for o in outs], [o[1] for o in outs], str(masks.dtype), self.per_sample_sizes)
-
-
 # -- declared label maps (left/right swaps under flips) -------------------------------------
 
 FLIP_DECODE_TOL = 63.0  # half the palette spacing: nearest-colour decoding is unambiguous within it
@@ -638,46 +507,6 @@ def stream_seed(seed: int, batch: int) -> int:
     width are left out so that shrinking a side keeps the same stream.
     """
     return (seed * 1_000_003 + batch) % 2**32
-
-
-LAYOUTS = ("torch", "numpy", "dict", "albumentations", "torchvision", "kornia")
-FUNC = "check_paired_augmentation"
-
-
-def make_adapter(
-    fn: Callable,
-    layout: str,
-    *,
-    device: str = "cpu",
-    image_dtype: str | None = None,
-    mask_dtype: str = "int64",
-    factory: bool = False,
-    per_sample_sizes: bool = False,
-    keys: tuple[str, str] | None = None,
-) -> Callable[..., Output]:
-    """The adapter for ``layout`` (see :mod:`perfsuite.augment.adapters` for the one-line summary of each)."""
-    from perfsuite.augment import adapters
-
-    if layout == "torch":
-        return TorchBatched(
-            fn, device=device, image_dtype=image_dtype or "float32", mask_dtype=mask_dtype, factory=factory
-        )
-    if layout == "numpy":
-        return NumpyPerSample(
-            fn, image_dtype=image_dtype or "uint8", factory=factory, per_sample_sizes=per_sample_sizes
-        )
-    if layout == "dict":
-        return adapters.DictPIL(fn, keys=keys or ("im", "lb"), factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "albumentations":
-        return adapters.Albumentations(fn, factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "torchvision":
-        return adapters.TorchvisionV2(fn, factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "kornia":
-        return adapters.KorniaSequential(fn, device=device, factory=factory)
-    raise PropertyArgumentError(
-        f"{FUNC}(layout={layout!r}): not a layout; write one of {', '.join(map(repr, LAYOUTS))} "
-        "(or pass adapter=... with your own)"
-    )
 
 
 def probe_output_size(paired: Callable[..., Output], space: LabelSpace) -> tuple[int, int] | None:
