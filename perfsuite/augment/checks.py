@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from perfsuite.augment.adapters import LAYOUTS, NumpyPerSample, TorchBatched, make_adapter
-from perfsuite.augment.hints import invented_label, padded_with
+from perfsuite.augment.hints import clamp_end, erased, interior_box, invented_label, padded_with
 from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast, mirrored
 from perfsuite.augment.outputs import Output, seeded, stack_outputs
 from perfsuite.augment.painting import (
@@ -100,6 +100,16 @@ def _fmt(labels: Any) -> str:
     return "{" + ", ".join(str(v) for v in sorted(labels)) + "}"
 
 
+def _violation(prop: str, message: str, *, sample: int | None = None, cause: str) -> PropertyViolation:
+    err = PropertyViolation(prop, message, sample=sample)
+    err.cause = cause
+    return err
+
+
+EXACT_TOL = 1.0  # an exact copy of a painted image: every pixel within uint8 rounding of a palette colour or black
+GEOMETRY = "image and mask were not moved by the same geometry (draw parameters once, apply to both)"
+
+
 # -- the properties -------------------------------------------------------------------------
 
 
@@ -133,8 +143,11 @@ def assert_mask_format(
     if same_size and masks_out.shape != masks_in.shape:
         raise PropertyViolation(
             "mask format",
-            f"masks went in as {masks_in.shape} and came out as "
-            f"{masks_out.shape}; pass same_size=False if resizing is intended",
+            f"masks went in as {masks_in.shape} and came out as {masks_out.shape}. If the callable crops or "
+            "resizes on purpose, pass output_size='auto' (one output size for every input) or same_size=False "
+            "(with per_sample_sizes=True if each sample gets its own size): an exact crop is then still compared "
+            "at every pixel, so a window one pixel off is caught; offsets under a pixel inside a resize need "
+            "subpixel=True on the geometry alone (photometric=False)",
         )
 
 
@@ -204,8 +217,14 @@ def assert_aligned(
     photometric: bool = False,
     margin: int = 1,
     masks_in: np.ndarray | None = None,
+    num_classes: int | None = None,
 ) -> None:
     """Where the output mask says label L (away from boundaries), the image shows L's colour.
+
+    A sample whose image holds only exact palette colours (an exact copy: flips,
+    crops, pads, quarter turns; nothing resampled it) is compared at every
+    pixel, since there is no resampling boundary to forgive: a crop of the mask
+    one pixel off is caught. ``photometric=True`` compares by consistency only.
 
     With ``masks_in``, a pixel may also show a bilinear blend of L's colour with
     another label of the SAME input sample, as long as L weighs at least a
@@ -216,10 +235,11 @@ def assert_aligned(
     skip = {ignore_index, ignore_index if fill is None else fill}
     for i, (img, mask) in enumerate(zip(images_out, masks_out)):
         if photometric:
-            _consistent(i, img, mask, skip, margin + 1)
+            colours_in = len(np.unique(masks_in[i])) + 1 if masks_in is not None else len(palette) + 1  # + black
+            _consistent(i, img, mask, skip, margin + 1, colours_in)
         else:
             partners = sorted(set(np.unique(masks_in[i]).tolist()) & set(palette)) if masks_in is not None else []
-            _strict(i, img, mask, palette, skip, margin, partners, ignore_index)
+            _strict(i, img, mask, palette, skip, margin, partners, ignore_index, num_classes)
 
 
 MIN_OWN_WEIGHT = 0.25  # bilinear: the tap nearest the sample point has weight >= 1/4
@@ -247,8 +267,11 @@ def _strict(
     margin: int,
     partners: list[int],
     ignore_index: int | None = None,
+    num_classes: int | None = None,
 ) -> None:
     label, dist = decode(img, palette)
+    if (dist <= EXACT_TOL).all():  # nothing resampled the image: no boundary to forgive
+        margin = 0
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     decodable = dist <= STRICT_TOL
     if partners:  # forgive own-sample boundary blends that happen to sit near some palette colour
@@ -259,69 +282,111 @@ def _strict(
         keep &= ~explained
     wrong = keep & decodable & (label != mask)
     if wrong.any():
-        y, x = (int(v[0]) for v in np.nonzero(wrong))
+        content = wrong & (label != OUTSIDE)  # content in the wrong place outranks outside fill as evidence
+        y, x = (int(v[0]) for v in np.nonzero(content if content.any() else wrong))
         shown = "the fill colour (outside the image)" if label[y, x] == OUTSIDE else f"label {label[y, x]}"
-        cast = None if label[y, x] == OUTSIDE else explain_by_cast(int(mask[y, x]), [int(label[y, x])])
-        outside = wrong & (label == OUTSIDE)
-        padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else np.array([], dtype=np.int64)
-        if len(padded) == 1 and len(np.unique(mask[~np.isin(mask, list(skip))])) > 1:
-            # the pixels the image fills from outside all hold one class, in a mask that holds others: padding.
-            # (In a one-label mask a mask that did not move looks the same: that stays "geometry".)
-            advice, cause = (
-                (
-                    padded_with(int(padded[0]), ignore_index).advice + "; if instead the mask did not "
-                    "move at all, image and mask were not moved by the same geometry"
-                ),
-                "padding",
-            )
-        elif cast is not None:
-            advice, cause = (
-                (
-                    f"mask label {mask[y, x]} is what a {cast[0]} round trip makes of label {label[y, x]} "
-                    f"({CAST_ADVICE[cast[0]]}): keep masks integer end to end"
-                ),
-                "dtype",
-            )
-        else:
-            advice, cause = (
-                ("image and mask were not moved by the same geometry (draw parameters once, apply to both)"),
-                "geometry",
-            )
-        err = PropertyViolation(
+        cause, advice = _misaligned_cause(mask, label, decodable, skip, (y, x), ignore_index, num_classes)
+        raise _violation(
             "alignment",
             f"the mask says label {mask[y, x]} but the image shows {shown} at {_first(wrong)}; {advice}",
             sample=i,
+            cause=cause,
         )
-        err.cause = cause
-        raise err
     blended = uniform(mask, margin + 1) & keep & ~decodable
     if blended.any():
         y, x = (int(v[0]) for v in np.nonzero(blended))
-        raise PropertyViolation(
+        raise _violation(
             "alignment",
             f"inside a region of label {mask[y, x]} the image colour {img[y, x].round(1).tolist()} is no label's "
             f"colour ({dist[y, x]:.0f} away from the nearest) at {_first(blended)}: the image mixes in content the "
             "mask does not show (another sample's, as MixUp on images only does; or the outside fill or another "
             "region, as misaligned geometry does). If the callable has photometric ops, pass photometric=True",
             sample=i,
+            cause="blend",
         )
 
 
-def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int) -> None:
+def _misaligned_cause(
+    mask: np.ndarray,
+    label: np.ndarray,
+    decodable: np.ndarray,
+    skip: set,
+    at: tuple[int, int],
+    ignore_index: int | None,
+    num_classes: int | None,
+) -> tuple[str, str]:
+    """(cause, advice) for a pixel whose mask label is not what the image shows (see :mod:`perfsuite.augment.hints`).
+
+    ``at`` is the first pixel where the image shows content (a label) in the wrong place, or, if it shows
+    none, the first where it shows the outside fill. Content in the wrong place is geometry, a cast, or a
+    clamped ignore index. Outside fill alone is an eraser's box if it is an axis-aligned box not touching
+    the frame, else padding of the mask with the one class it holds there (in a one-label mask a mask that
+    never moved looks the same: the advice says both).
+    """
+    from scipy import ndimage
+
+    y, x = at
+    said, shown = int(mask[y, x]), int(label[y, x])
+    if shown == OUTSIDE:
+        regions, _ = ndimage.label(decodable & (label == OUTSIDE))
+        region = regions == regions[y, x]
+        box = interior_box(region)
+        if box is not None:
+            return "erase", erased(said, box, ignore_index, "image").advice
+        padded = np.unique(mask[region & ~np.isin(mask, list(skip))])
+        if len(padded) == 1:
+            is_class = num_classes is None or 0 <= int(padded[0]) < num_classes
+            pad = padded_with(int(padded[0]), ignore_index, is_class=is_class).advice
+            return "padding", f"{pad} If instead the mask did not move at all: {GEOMETRY}"
+        return "geometry", GEOMETRY
+    if num_classes is not None and shown == ignore_index and clamp_end(ignore_index, num_classes) == said:
+        return "clamp", (
+            f"the image shows the ignore index ({ignore_index}) where the mask says {said}: labels were clamped "
+            f"into 0..{num_classes - 1} (torch.clamp / np.clip / a lookup table). Never clamp masks: keep "
+            "ignore_index as it is and let the loss ignore it"
+        )
+    cast = explain_by_cast(said, [shown])
+    if cast is not None:
+        return "dtype", (
+            f"mask label {said} is what a {cast[0]} round trip makes of label {shown} "
+            f"({CAST_ADVICE[cast[0]]}): keep masks integer end to end"
+        )
+    return "geometry", GEOMETRY
+
+
+def _copied(img: np.ndarray, colours_in: int) -> bool:
+    """No more distinct colours than went in, each filling some 3x3 block: no pixel is a blend of two."""
+    _, ids = np.unique(img.reshape(-1, img.shape[-1]).round(), axis=0, return_inverse=True)
+    ids = ids.reshape(img.shape[:2])
+    n = int(ids.max()) + 1
+    return n <= colours_in and len(np.unique(ids[uniform(ids, 1)])) == n
+
+
+def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int, colours_in: int) -> None:
+    """Each label's pixels show one colour (jitter is a per-image function of colour).
+
+    An image with no more distinct colours than the input had (``colours_in``,
+    the fill included), each of them filling some 3x3 block, was copied, not
+    resampled, blurred or noised (:func:`_copied`): every pixel is compared,
+    and must match its label's colour exactly.
+    """
+    tol = LOOSE_TOL
+    if _copied(img, colours_in):
+        margin, tol = 0, 2 * EXACT_TOL
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     for label in np.unique(mask[keep]).tolist():
         where = keep & (mask == label)
         colours = img[where]
         dev = np.linalg.norm(colours - np.median(colours, axis=0), axis=-1)
-        if dev.max() > LOOSE_TOL:
+        if dev.max() > tol:
             ys, xs = np.nonzero(where)
             k = int(dev.argmax())
-            raise PropertyViolation(
+            raise _violation(
                 "alignment",
                 f"pixels the mask labels {label} show different colours: (y={ys[k]}, x={xs[k]}) is "
-                f"{dev[k]:.0f} away from the label's median colour ({int((dev > LOOSE_TOL).sum())} such pixels); "
-                "image and mask were not moved by the same geometry (draw parameters once, apply to both)",
+                f"{dev[k]:.0f} away from the label's median colour ({int((dev > tol).sum())} such pixels); {GEOMETRY}",
                 sample=i,
+                cause="geometry",
             )
 
 
@@ -487,6 +552,7 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         photometric=d.photometric,
         margin=margin,
         masks_in=None if d.mixes_samples else masks,
+        num_classes=d.num_classes,
     )
     if not d.photometric and not d.mixes_samples:
         assert_paired(masks, out.images, palette)
