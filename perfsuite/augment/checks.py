@@ -58,6 +58,7 @@ from perfsuite.augment.painting import (
     palette_for,
     uniform,
 )
+from perfsuite.augment.search import assert_reproducible, flaky_advice, search_settings
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
 FUNC = "check_paired_augmentation"
@@ -645,15 +646,18 @@ def check_paired_augmentation(
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
             masks upscaled 50x). Implies ``same_size=False``.
-        settings: a ``hypothesis.settings``; default: the active profile (no deadline).
+        settings: a ``hypothesis.settings``; default: the active profile, or outside pytest ``ci`` under
+            ``CI`` (:mod:`perfsuite.augment.search`). Yours is merged with perfsuite's health-check
+            suppressions; nothing is written into the working directory outside pytest.
         strategy_kwargs: passed to :func:`~perfsuite.augment.strategies.mask_batches`.
 
     Argument errors are :class:`~perfsuite.errors.PropertyArgumentError`. The
     falsifying batch is on the exception as ``.example`` (and ``.seed``), the
     classified cause as ``.cause``.
     """
-    from hypothesis import HealthCheck, given
+    from hypothesis import given
     from hypothesis import settings as hsettings
+    from hypothesis.errors import Flaky
 
     from perfsuite.augment.strategies import mask_batches, seeds
 
@@ -662,6 +666,12 @@ def check_paired_augmentation(
     space = LabelSpace.declare(num_classes, ignore_index, fill, mask_dtype, flip_pairs, flip_label_map)
     if not isinstance(margin, int) or margin < 0:
         raise PropertyArgumentError(f"{FUNC}(margin={margin!r}): pass a whole number of pixels >= 0 (default 1)")
+    if subpixel and photometric:
+        raise PropertyArgumentError(
+            f"{FUNC}(subpixel=True, photometric=True): the sub-pixel check measures each region's colour blend, "
+            "which jitter, blur and noise change; pass photometric=False and check the geometric part of the "
+            "transform alone (e.g. Recipe().geometric_only(), or your pipeline without its colour ops)"
+        )
     if subpixel_tol is not None and not subpixel_tol > 0:
         raise PropertyArgumentError(
             f"{FUNC}(subpixel_tol={subpixel_tol!r}): pass a positive pixel distance, "
@@ -692,12 +702,15 @@ def check_paired_augmentation(
         per_sample_sizes=per_sample_sizes,
         keys=keys,
     )
+    fixed = isinstance(output_size, tuple) and len(output_size) == 2 and all(int(v) > 0 for v in output_size)
+    if output_size not in (None, "auto") and not fixed:
+        raise PropertyArgumentError(f"{FUNC}(output_size={output_size!r}): pass (H, W), 'auto' or None")
+    size: tuple[int, int] | None = (int(output_size[0]), int(output_size[1])) if fixed else None  # type: ignore[index]
+    assert_reproducible(paired, space, layout, size or (40, 52))
     if output_size == "auto":
-        output_size = probe_output_size(paired, space)
-    if output_size is not None:
+        size = probe_output_size(paired, space)
+    if size is not None:
         same_size = False
-        if not (isinstance(output_size, tuple) and len(output_size) == 2 and all(int(v) > 0 for v in output_size)):
-            raise PropertyArgumentError(f"{FUNC}(output_size={output_size!r}): pass (H, W), 'auto' or None")
     declared = Declared(
         num_classes,
         space.ignore_index,
@@ -714,17 +727,9 @@ def check_paired_augmentation(
     strategy_kwargs.setdefault("prefer_labels", tuple(k for k, _ in space.flip_map))
     if subpixel:  # centroids need large compact regions inside the frame; the default masks seldom have four
         strategy_kwargs.setdefault("blobs", True)
-    batches = mask_batches(distinct_samples=True, output_size=output_size, space=space, **strategy_kwargs)
+    batches = mask_batches(distinct_samples=True, output_size=size, space=space, **strategy_kwargs)
 
-    base = settings or hsettings(
-        hsettings.default,
-        deadline=None,
-        suppress_health_check=[
-            *hsettings.default.suppress_health_check,  # type: ignore[union-attr]
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-        ],
-    )
+    base = search_settings(settings)
 
     # One failure, shrunk, is what a user can read; several distinct ones arrive as an ExceptionGroup.
     @hsettings(base, report_multiple_bugs=False)
@@ -736,4 +741,7 @@ def check_paired_augmentation(
             e.example, e.seed = batch, seed
             raise
 
-    search()
+    try:
+        search()
+    except Flaky as exc:
+        raise flaky_advice(exc) from exc

@@ -49,6 +49,11 @@ def smallest_dtype(values: Iterable[int]) -> str:
     raise _arg("num_classes", f"labels {lo}..{hi} fit no integer mask dtype")
 
 
+def ignore_suggestions(num_classes: int) -> list[int]:
+    """Ignore indexes users write that lie outside ``0..num_classes-1``: 255 only while it is not a class."""
+    return [v for v in (255, -100, num_classes) if not 0 <= v < num_classes]
+
+
 @dataclass(frozen=True)
 class LabelSpace:
     """The declared label space, validated (see the module docstring)."""
@@ -80,10 +85,11 @@ class LabelSpace:
         ignore_index = None if ignore_index is None else int(ignore_index)
         fill = None if fill is None else int(fill)
         if ignore_index is not None and 0 <= ignore_index < num_classes:
+            outside = ", ".join(str(v) for v in ignore_suggestions(num_classes))
             raise _arg(
                 "ignore_index",
                 f"{ignore_index} is a class (0..{num_classes - 1}); pass an index outside the "
-                f"classes (255, -100, {num_classes}) or ignore_index=None if the masks have none",
+                f"classes ({outside}) or ignore_index=None if the masks have none",
             )
         values = [0, num_classes - 1] + [v for v in (ignore_index, fill) if v is not None]
         if mask_dtype is None:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from perfsuite.augment.alignment import assert_subpixel_aligned
 from perfsuite.augment.checks import PropertyViolation, TorchBatched, check_paired_augmentation, encode, palette_for
+from perfsuite.errors import PropertyArgumentError
 
 NUM_CLASSES = 19
 SIDES = dict(min_side=32, max_side=40)
@@ -98,4 +99,9 @@ def test_real_face_masks():
 def test_tolerance_argument():
     torch.manual_seed(0)
     with pytest.raises(Exception, match="subpixel_tol"):
-        check_paired_augmentation(resize, num_classes=NUM_CLASSES, subpixel=True, subpixel_tol=0)
+        check_paired_augmentation(resize, num_classes=NUM_CLASSES, photometric=False, subpixel=True, subpixel_tol=0)
+
+
+def test_subpixel_needs_photometric_false():
+    with pytest.raises(PropertyArgumentError, match=r"subpixel=True, photometric=True.*pass photometric=False"):
+        check_paired_augmentation(resize, num_classes=NUM_CLASSES, subpixel=True)
