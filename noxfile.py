@@ -17,7 +17,7 @@ nox.options.reuse_existing_virtualenvs = True
 
 CPU_TORCH = "torch==2.13.0"
 # Pinned: a new ruff or mypy release adds rules, and CI must not turn red on its own.
-LINTERS = ("ruff==0.17.6", "mypy==2.4.1")
+LINTERS = ("ruff==0.17.6", "mypy==2.4.1", "import-linter==2.16")
 SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 
@@ -46,12 +46,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_params=VENV_PARAMS)
 def lint(session: nox.Session) -> None:
-    """ruff (lint, then format check) over the repository and mypy over perfsuite/ (settings in pyproject.toml)."""
+    """ruff (lint, format check), mypy over perfsuite/, and the import contract (lint-imports; pyproject.toml)."""
     install(session)  # mypy reads torch's and numpy's own type information
     session.install(*LINTERS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("lint-imports")
 
 
 @nox.session(venv_params=VENV_PARAMS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.core.knobs import AugKnobs, Knobs, LoaderKnobs, StepKnobs
+from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import (
     AugmentationError,
     BaselineError,
@@ -21,8 +23,6 @@ from perfsuite.errors import (
     ResultError,
     WorkloadError,
 )
-from perfsuite.knobs import AugKnobs, Knobs, LoaderKnobs, StepKnobs
-from perfsuite.results import Fingerprint, Metric, Result
 
 if TYPE_CHECKING:
     from perfsuite.augment.checks import Declared, check_example, check_paired_augmentation
@@ -30,26 +30,28 @@ if TYPE_CHECKING:
     from perfsuite.augment.gpu import GpuAugment
     from perfsuite.augment.mix import PairedCutMix
     from perfsuite.augment.recipe import Recipe
-    from perfsuite.baselines import BaselineStore
-    from perfsuite.faults import FAULTS, get_fault
-    from perfsuite.job import Job, LossHook, job_names, register_job
-    from perfsuite.metrics import MetricSpec
-    from perfsuite.metrics import names as metric_names
-    from perfsuite.metrics import register as register_metric
+    from perfsuite.core.metrics import MetricSpec
+    from perfsuite.core.metrics import names as metric_names
+    from perfsuite.core.metrics import register as register_metric
+    from perfsuite.harness.faults import FAULTS, get_fault
+    from perfsuite.harness.runner import RunSpec, run
+    from perfsuite.jobs.contract import Job, LossHook
+    from perfsuite.jobs.registry import get_workload, job_names, register_job, register_workload, workload_names
+    from perfsuite.jobs.workload import Sample, Scale, Workload
+    from perfsuite.judge.baselines import BaselineStore
+    from perfsuite.judge.engine import compare_results
+    from perfsuite.judge.timing import compare_timing
     from perfsuite.probes import all_probes
     from perfsuite.probes.base import Probe, RunContext, WindowTimings
-    from perfsuite.runner import RunSpec, run
-    from perfsuite.verdicts import compare_results, compare_timing
-    from perfsuite.workloads.registry import Sample, Scale, Workload, get_workload, register_workload, workload_names
 
 __version__ = "0.1.0"
 
 # Everything the docs use, importable as ``perfsuite.NAME``; loaded on first use.
 _LAZY = {
-    "Job": "perfsuite.job",
-    "LossHook": "perfsuite.job",
-    "register_job": "perfsuite.job",
-    "job_names": "perfsuite.job",
+    "Job": "perfsuite.jobs.contract",
+    "LossHook": "perfsuite.jobs.contract",
+    "register_job": "perfsuite.jobs.registry",
+    "job_names": "perfsuite.jobs.registry",
     "Probe": "perfsuite.probes.base",
     "RunContext": "perfsuite.probes.base",
     "WindowTimings": "perfsuite.probes.base",
@@ -61,22 +63,22 @@ _LAZY = {
     "check_paired_augmentation": "perfsuite.augment.checks",
     "check_example": "perfsuite.augment.checks",
     "Declared": "perfsuite.augment.checks",
-    "FAULTS": "perfsuite.faults",
-    "get_fault": "perfsuite.faults",
-    "Sample": "perfsuite.workloads.registry",
-    "MetricSpec": "perfsuite.metrics",
-    "metric_names": "perfsuite.metrics:names",
-    "register_metric": "perfsuite.metrics:register",
-    "BaselineStore": "perfsuite.baselines",
-    "compare_results": "perfsuite.verdicts",
-    "compare_timing": "perfsuite.verdicts",
-    "RunSpec": "perfsuite.runner",
-    "run": "perfsuite.runner",
-    "Scale": "perfsuite.workloads.registry",
-    "Workload": "perfsuite.workloads.registry",
-    "get_workload": "perfsuite.workloads.registry",
-    "register_workload": "perfsuite.workloads.registry",
-    "workload_names": "perfsuite.workloads.registry",
+    "FAULTS": "perfsuite.harness.faults",
+    "get_fault": "perfsuite.harness.faults",
+    "Sample": "perfsuite.jobs.workload",
+    "MetricSpec": "perfsuite.core.metrics",
+    "metric_names": "perfsuite.core.metrics:names",
+    "register_metric": "perfsuite.core.metrics:register",
+    "BaselineStore": "perfsuite.judge.baselines",
+    "compare_results": "perfsuite.judge.engine",
+    "compare_timing": "perfsuite.judge.timing",
+    "RunSpec": "perfsuite.harness.runner",
+    "run": "perfsuite.harness.runner",
+    "Scale": "perfsuite.jobs.workload",
+    "Workload": "perfsuite.jobs.workload",
+    "get_workload": "perfsuite.jobs.registry",
+    "register_workload": "perfsuite.jobs.registry",
+    "workload_names": "perfsuite.jobs.registry",
 }
 
 

@@ -25,8 +25,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from perfsuite.jobs.registry import get_workload
+from perfsuite.jobs.workload import SCALES, Scale, Workload
 from perfsuite.probes.base import Probe
-from perfsuite.workloads.registry import SCALES, Scale, Workload, get_workload
 
 __all__ = ["CompiledCallsInWindow", "WorkloadContract"]
 
@@ -72,7 +73,7 @@ class WorkloadContract:
             self._check_target(w, tiny, a.target)
 
     def test_dataset_items_are_uint8_chw_tensors(self, w: Workload, tiny: Scale, tmp_path: Path) -> None:
-        from perfsuite.workloads.data import ImageFileDataset, materialize
+        from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
 
         dataset = ImageFileDataset(materialize(w, tiny, seed=0, cache_dir=tmp_path), w)
         assert len(dataset) == tiny.num_samples
@@ -83,7 +84,7 @@ class WorkloadContract:
     def test_one_training_step_gives_a_finite_loss(self, w: Workload, tiny: Scale, tmp_path: Path) -> None:
         import torch
 
-        from perfsuite.workloads.data import ImageFileDataset, materialize
+        from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
 
         dataset = ImageFileDataset(materialize(w, tiny, seed=0, cache_dir=tmp_path), w)
         items = [dataset[i] for i in range(tiny.batch_size)]

@@ -12,11 +12,11 @@ Two steps, so that every rule sees exactly the same samples:
    pass"``) and stops them at the end. The pool is saved after every round.
 2. ``evaluate`` judges the pool with four rules:
 
-   * **perfsuite single run** (``perfsuite.verdicts.compare_timing``, what
+   * **perfsuite single run** (``perfsuite.judge.timing.compare_timing``, what
      ``--perfsuite-compare`` does against a stored baseline): the base run of
      one recorded round against the head run of a *different* round (a
      baseline is recorded at another time);
-   * **perfsuite ab** (``perfsuite.adaptive.run_loop`` with its defaults):
+   * **perfsuite ab** (``perfsuite.judge.adaptive.run_loop`` with its defaults):
      rounds of the variant drawn in random order, without replacement within
      a comparison, until decided or ``--max-rounds``; the time per comparison
      is the rounds it used x 4 x the mean recorded run time (process start
@@ -82,8 +82,8 @@ def _extra_work(units: int):
 
 
 def _spec(units: int, steps: int, warmup: int):
-    from perfsuite.knobs import Knobs
-    from perfsuite.runner import RunSpec
+    from perfsuite.core.knobs import Knobs
+    from perfsuite.harness.runner import RunSpec
 
     knobs = Knobs.from_flat(aug="cpu", num_workers=2, persistent_workers=True, device="cpu")
     return RunSpec(
@@ -99,7 +99,7 @@ def _spec(units: int, steps: int, warmup: int):
 
 
 def one_run(units: int, steps: int, warmup: int) -> dict:
-    from perfsuite.runner import run
+    from perfsuite.harness.runner import run
 
     result = run(_spec(units, steps, warmup), probes=[])
     return {"step_ms": result.samples["step_ms"], "samples_per_s": result.value("samples_per_s")}
@@ -109,7 +109,7 @@ def calibrate(steps: int, warmup: int) -> tuple[float, float]:
     """(median step ms of the base, ms per matmul unit), measured in this process."""
     import torch
 
-    from perfsuite.runner import run
+    from perfsuite.harness.runner import run
 
     base = statistics.median(run(_spec(0, steps, warmup), probes=[]).samples["step_ms"])
     a = torch.randn(MATRIX, MATRIX)
@@ -207,9 +207,10 @@ def _median(xs):
 def _rules(pool: dict, comparisons: int, max_rounds: int, seed: int, statistic: str) -> dict:
     from scipy.stats import mannwhitneyu
 
-    from perfsuite.ab import run_statistic
-    from perfsuite.adaptive import ABOutcome, RunValues, run_loop
-    from perfsuite.verdicts import Outcome, compare_timing
+    from perfsuite.ab.engine import run_statistic
+    from perfsuite.judge.adaptive import ABOutcome, RunValues, run_loop
+    from perfsuite.judge.timing import compare_timing
+    from perfsuite.judge.verdict import Outcome
 
     rng = random.Random(seed)
     by_variant: dict[str, list[dict]] = {v: [] for v in VARIANTS}

@@ -5,7 +5,7 @@ Run: python scripts/ab_synthetic_power.py"""
 import math
 import random
 
-from perfsuite.adaptive import ABOutcome, ABRule, RunValues, run_loop
+from perfsuite.judge.adaptive import ABOutcome, ABRule, RunValues, run_loop
 
 
 def sim(effect, sigma, alpha, trials=400, max_rounds=15, heavy=False):

@@ -4,7 +4,7 @@
     python scripts/catch_table.py                   # rewrite the table from the recorded results
     python scripts/catch_table.py --check           # exit 1 if README's table is not the generated one
 
-The self-test (perfsuite.catch.self_test) runs each reference once, each fault
+The self-test (perfsuite.tools.catch.self_test) runs each reference once, each fault
 once, and ``--aa`` more runs of each unchanged reference; the Results go to
 tests/faults/data/catch_results.json. Every row is the shipped verdict
 engine's judgement of those recorded Results, re-made on each rewrite. The table sits
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfsuite.catch import CatchReport, current_table, rejudge, render_table, self_test, splice  # noqa: E402
+from perfsuite.tools.catch import CatchReport, current_table, rejudge, render_table, self_test, splice  # noqa: E402
 
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
 README = ROOT / "README.md"

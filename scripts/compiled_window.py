@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes import all_probes
-from perfsuite.runner import RunSpec, run
 from perfsuite.testing import CompiledCallsInWindow
 
 

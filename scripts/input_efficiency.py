@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfsuite.knobs import Knobs
-from perfsuite.runner import RunSpec, run
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 
 
 def _load() -> str:

@@ -18,8 +18,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from perfsuite.knobs import Knobs
-from perfsuite.runner import RunSpec, run
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 
 
 def _value(text: str) -> object:

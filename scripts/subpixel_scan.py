@@ -22,7 +22,7 @@ from perfsuite.augment.alignment import batch_fits
 from perfsuite.augment.checks import NumpyPerSample, TorchBatched, encode, palette_for
 from perfsuite.augment.cpu import CpuAugment
 from perfsuite.augment.gpu import GpuAugment
-from perfsuite.workloads.registry import get_workload
+from perfsuite.jobs.registry import get_workload
 
 
 def resize(factor: float, image_align_corners: bool | None):

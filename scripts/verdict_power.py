@@ -32,7 +32,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from perfsuite.verdicts import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, compare_timing
+from perfsuite.judge.timing import compare_timing
+from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome
 
 
 def build_step(batch: int):

@@ -1,6 +1,6 @@
 """A user's own workload: a tiny two-class "defect detector" on 32x32 RGB crops.
 
-This is the whole contract (see perfsuite.workloads.registry.Workload):
+This is the whole contract (see perfsuite.jobs.registry.Workload):
 draw a sample, build a model, compute a loss, and say what the target is.
 The runner writes the samples as real image files once, then decodes and
 augments them through a DataLoader exactly as it does for the reference

@@ -9,7 +9,10 @@ h2d_bytes_per_step, flops_per_step, input_format), memory (peak_mem_mb, peak_rss
 
 from __future__ import annotations
 
+from perfsuite.errors import JobError
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+
+PROBE_GROUP = "perfsuite.probes"
 
 
 def all_probes() -> list[Probe]:
@@ -35,4 +38,21 @@ def all_probes() -> list[Probe]:
     ]
 
 
-__all__ = ["Probe", "RunContext", "WindowTimings", "all_probes"]
+def entry_point_probes() -> list[Probe]:
+    """Fresh instances of the probes declared under the ``perfsuite.probes`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    out = []
+    for ep in entry_points(group=PROBE_GROUP):
+        obj = ep.load()
+        probe = obj() if callable(obj) else obj
+        if not isinstance(probe, Probe):
+            raise JobError(
+                f"entry point {ep.name} = {ep.value} ({PROBE_GROUP}) made a {type(probe).__name__}, "
+                "not a perfsuite.Probe"
+            )
+        out.append(probe)
+    return out
+
+
+__all__ = ["PROBE_GROUP", "Probe", "RunContext", "WindowTimings", "all_probes", "entry_point_probes"]

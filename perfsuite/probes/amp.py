@@ -29,8 +29,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.results import Metric
 
 MATMUL_CONV_OPS = frozenset(
     (

@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from perfsuite.job import BoundJob
-    from perfsuite.knobs import Knobs
-    from perfsuite.results import Metric
-    from perfsuite.workloads.registry import Scale, Workload
+    from perfsuite.core.knobs import Knobs
+    from perfsuite.core.results import Metric
+    from perfsuite.jobs.contract import BoundJob
+    from perfsuite.jobs.workload import Scale, Workload
 
 
 @dataclass
 class RunContext:
     """What a probe may know about the run it watches (set before warm-up).
 
-    For a user's job, ``workload`` is a :class:`perfsuite.job.JobInfo` (name,
+    For a user's job, ``workload`` is a :class:`perfsuite.jobs.contract.JobInfo` (name,
     target_kind, num_classes, ignore_index), ``knobs`` holds only the device,
     and ``pipeline`` is the bound job (``.model``, ``.optimizer``, ``.job``).
     """
@@ -41,10 +41,10 @@ class RunContext:
     scale: Scale
     knobs: Knobs
     device: str
-    pipeline: Any  # what runs: a reference workload's Pipeline, or the user's job (perfsuite.job.BoundJob)
+    pipeline: Any  # what runs: a reference workload's Pipeline, or the user's job (perfsuite.jobs.contract.BoundJob)
     batch_size: int
     observe_steps: int
-    job: BoundJob | None = None  # the job being run (every run is one; perfsuite.job)
+    job: BoundJob | None = None  # the job being run (every run is one; perfsuite.jobs.contract)
 
 
 @dataclass

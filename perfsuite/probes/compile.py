@@ -28,8 +28,8 @@ import sys
 from collections import Counter
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.results import Metric
 
 NAMES = ("graph_breaks", "recompiles", "compile_s")
 

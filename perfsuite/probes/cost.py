@@ -31,8 +31,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.results import Metric
 
 
 def memory_format(t: Any) -> str:

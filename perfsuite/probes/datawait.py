@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import statistics
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, WindowTimings
-from perfsuite.results import Metric
 
 
 class DataWaitProbe(Probe):

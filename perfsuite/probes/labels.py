@@ -44,8 +44,8 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
-from perfsuite.results import Metric
 
 
 class LabelProbe(Probe):
@@ -206,12 +206,10 @@ class LabelProbe(Probe):
     def _check_masks(self, raw: Any, target: Any, step: int) -> None:
         import torch
 
-        from perfsuite.pipeline import _fill
-
         assert self._ctx is not None
         pipeline = self._ctx.pipeline
         wl = self._ctx.workload
-        fill = _fill(wl)
+        fill = wl.fill
         extra = {v for v in (wl.ignore_index, fill) if v is not None}
         raw = raw.to(target.device).long()
         mixes = pipeline.batch_mix is not None

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.ticker import Ticker
-from perfsuite.results import Metric
 
 PROC = Path("/proc")
 MB = 1024 * 1024

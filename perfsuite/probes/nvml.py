@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.ticker import Ticker
-from perfsuite.results import Metric
 
 FIELDS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c", "throttle")
 TIMELINE_KEYS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c")

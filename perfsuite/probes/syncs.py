@@ -27,7 +27,7 @@ Two sources, merged per call site:
 
 A call site is the first frame outside torch and outside perfsuite's harness
 (runner.py, job.py, probes/): the step's own code, e.g. the user's train.py
-line that reads ``loss.item()``, or perfsuite/pipeline.py for the reference
+line that reads ``loss.item()``, or perfsuite/harness/pipeline.py for the reference
 workloads' ``loss.item()``.
 
 While observing, a no-op TorchDispatchMode is also pushed: torch.compile does
@@ -48,8 +48,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.results import Metric
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
 # __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
@@ -141,8 +141,8 @@ class _Sites:
         self.torch_dir = os.path.dirname(torch.__file__) + os.sep
         self.harness = (
             os.path.dirname(probes_pkg.__file__) + os.sep,
-            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "runner.py"),
-            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "job.py"),
+            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "harness", "runner.py"),
+            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "jobs", "contract.py"),
             os.path.dirname(warnings.__file__) + os.sep + "warnings.py",
             contextlib.__file__,
         )

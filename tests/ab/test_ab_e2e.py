@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.cli.main import main
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.augment.recipe import Recipe
-from perfsuite.workloads import Sample, Scale, Workload, register_workload
+from perfsuite.jobs.workload import Sample, Scale, Workload
+from perfsuite.jobs.registry import register_workload
 
 
 @register_workload

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab_env import ABEnvError, changed_groups, dependencies, install_arguments, prepare
+from perfsuite.ab.envs import ABEnvError, changed_groups, dependencies, install_arguments, prepare
 
 PYPROJECT = """
 [project]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.results import Result
+from perfsuite.core.results import Result
 
 
 @pytest.fixture(scope="session")
 def runs() -> Callable[..., Result]:
     """``runs(reference, fault=None, again=0)``: the Result, run once per session and reused."""
-    from perfsuite.catch import run_reference
+    from perfsuite.tools.catch import run_reference
 
     cache: dict[tuple[str, str | None, int], Result] = {}
     cache_dir = Path(os.environ["PERFSUITE_CACHE"]) if os.environ.get("PERFSUITE_CACHE") else None

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import catch, metrics
+from perfsuite.core import metrics
+from perfsuite.core.knobs import Knobs
+from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import KnobError, PerfsuiteError
-from perfsuite.faults import FAULTS, REFERENCES, get_fault, mutation
-from perfsuite.knobs import Knobs
-from perfsuite.results import Fingerprint, Metric, Result
+from perfsuite.harness.faults import FAULTS, REFERENCES, get_fault, mutation
+from perfsuite.tools import catch
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
@@ -69,7 +70,7 @@ def test_amp_bool_follows_the_seed_code_path_and_the_knob_refuses_the_bool() -> 
 
 
 def test_plugin_inject_hook_reads_the_catalog() -> None:
-    from perfsuite.settings import fault_transform
+    from perfsuite.plugin.settings import fault_transform
 
     knobs = fault_transform(("num_workers_0", "host_read_every_step"))(REFERENCES["cuda"].knobs())
     assert knobs.loader.num_workers == 0 and knobs.step.log_interval == 1
@@ -129,14 +130,14 @@ def test_sync_rule_names_the_new_call_site() -> None:
                 detail={
                     "sites": [
                         {"op": "Tensor.__bool__", "site": "/x/site-packages/kornia/a.py:9", "per_step": 1.0},
-                        {"op": "Tensor.item", "site": "perfsuite/pipeline.py:144", "per_step": 1.0},
+                        {"op": "Tensor.item", "site": "perfsuite/harness/pipeline.py:144", "per_step": 1.0},
                     ]
                 },
             )
         }
     )
     c = catch.decide(FAULTS["host_read_every_step"], base, head)
-    assert c.caught and "Tensor.item at perfsuite/pipeline.py:144 +1/step" in c.message
+    assert c.caught and "Tensor.item at perfsuite/harness/pipeline.py:144 +1/step" in c.message
     assert "kornia" not in c.message
     assert not catch.decide(FAULTS["host_read_every_step"], base, base).caught
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite import catch
-from perfsuite.faults import FAULTS, REFERENCES
+from perfsuite.harness.faults import FAULTS, REFERENCES
+from perfsuite.tools import catch
 
 CPU_FAULTS = sorted(name for name, f in FAULTS.items() if f.device == "cpu")
 # What each catch's message must name, beyond the fault's cause.
 EVIDENCE = {
-    "host_read_every_step": "Tensor.item at perfsuite/pipeline.py:",
-    "eval_every_epoch": "Tensor.item at perfsuite/pipeline.py:",
+    "host_read_every_step": "Tensor.item at perfsuite/harness/pipeline.py:",
+    "eval_every_epoch": "Tensor.item at perfsuite/harness/pipeline.py:",
     "amp_off": "amp_lowp_frac 1 -> 0 (exact)",
     "amp_bool": "amp_lowp_frac 1 -> 0 (exact)",
     "compile_off": "graph_breaks was 0 and is now unavailable: compile=None",
@@ -30,7 +30,7 @@ EVIDENCE = {
     "float64_inputs": "float64 0 ->",
     "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
     "channels_last_input": "input float32 channels_last",
-    "print_loss": "Tensor.__format__ at perfsuite/faults.py:",
+    "print_loss": "Tensor.__format__ at perfsuite/harness/faults.py:",
 }
 
 
@@ -46,8 +46,8 @@ def test_cpu_fault_is_caught(name: str, runs) -> None:
 @pytest.mark.parametrize("name", CPU_FAULTS)
 def test_perfsuite_compare_exits_1_naming_the_cause(name: str, runs, tmp_path, capsys) -> None:
     """The user's path: `perfsuite compare base.json head.json` on the fault's Results, through the CLI."""
-    from perfsuite import metrics
-    from perfsuite.cli import main
+    from perfsuite.cli.main import main
+    from perfsuite.core import metrics
 
     fault = FAULTS[name]
     base, head = tmp_path / "base.json", tmp_path / "head.json"
@@ -91,9 +91,9 @@ def test_label_probe_is_exact_and_adds_no_sync_of_its_own(runs) -> None:
 
 
 def test_label_probe_counts_class_labels_outside_the_class_set() -> None:
-    from perfsuite.knobs import Knobs
+    from perfsuite.core.knobs import Knobs
+    from perfsuite.harness.runner import RunSpec, run
     from perfsuite.probes.labels import LabelProbe
-    from perfsuite.runner import RunSpec, run
 
     def off_by_ten(pipeline) -> None:
         move = pipeline.to_device

@@ -13,11 +13,11 @@ import contextlib
 
 import pytest
 
+from perfsuite.core.knobs import Knobs
 from perfsuite.errors import PerfsuiteError
-from perfsuite.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes import all_probes
 from perfsuite.probes.base import Probe
-from perfsuite.runner import RunSpec, run
 from perfsuite.testing import CompiledCallsInWindow as WindowProfile
 
 STEP_ONLY = {"aug": "none", "num_workers": 0}

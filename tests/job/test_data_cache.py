@@ -11,8 +11,8 @@ from PIL import Image
 from torch import nn
 
 from perfsuite.errors import WorkloadError
-from perfsuite.workloads import Sample, Scale, Workload
-from perfsuite.workloads.data import ImageFileDataset, dataset_dir, materialize
+from perfsuite.jobs.workload import Sample, Scale, Workload
+from perfsuite.jobs.workloads.data import ImageFileDataset, dataset_dir, materialize
 
 
 class FolderWorkload(Workload):

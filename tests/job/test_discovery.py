@@ -7,9 +7,8 @@ import textwrap
 
 import pytest
 
-from perfsuite import cli
-from perfsuite import job as job_mod
-from perfsuite.workloads import registry
+from perfsuite.cli import main as cli
+from perfsuite.jobs import registry
 
 PLUGIN = '''
 import torch
@@ -35,8 +34,8 @@ class Steps(perfsuite.Probe):
 def isolated(monkeypatch):
     registry.workload_names()
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    monkeypatch.setattr(job_mod, "_JOBS", dict(job_mod._JOBS))
-    monkeypatch.setattr(job_mod, "_LOADED_GROUPS", {})
+    monkeypatch.setattr(registry, "_JOBS", dict(registry._JOBS))
+    monkeypatch.setattr(registry, "_LOADED_GROUPS", {})
 
 
 @pytest.fixture

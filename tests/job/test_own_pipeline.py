@@ -147,8 +147,8 @@ def test_the_contract_refuses_what_it_cannot_run():
 
 
 def test_reference_workloads_run_through_the_same_contract():
-    from perfsuite.pipeline import build_pipeline
-    from perfsuite.workloads import get_workload
+    from perfsuite.harness.pipeline import build_pipeline
+    from perfsuite.jobs.registry import get_workload
 
     w = get_workload("gray_classifier")
     job = build_pipeline(w, w.scale("smoke"), Knobs.from_flat(num_workers=0)).as_job()

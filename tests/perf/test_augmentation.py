@@ -29,7 +29,8 @@ def test_gpu_augmentation_is_not_slower_than_cpu_augmentation(perf_run, workload
             "on a CPU device both placements run on the same cores; the ratio says nothing "
             "about feeding a GPU (run with --perfsuite-device cuda)"
         )
-    from perfsuite.verdicts import Outcome, compare_timing
+    from perfsuite.judge.timing import compare_timing
+    from perfsuite.judge.verdict import Outcome
 
     cpu = perf_run(workload, aug="cpu", num_workers=2, label="cpu-aug")
     gpu = perf_run(workload, aug="gpu", num_workers=2, label="gpu-aug")

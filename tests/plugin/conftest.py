@@ -20,8 +20,8 @@ def _warm_imports(tmp_path_factory: pytest.TempPathFactory) -> None:
     In-process pytester sessions drop the modules they imported when they end,
     and C extensions (numpy, torch) cannot be imported a second time.
     """
-    from perfsuite.knobs import Knobs
-    from perfsuite.runner import RunSpec, run
+    from perfsuite.core.knobs import Knobs
+    from perfsuite.harness.runner import RunSpec, run
 
     with contextlib.suppress(ImportError):
         import matplotlib.figure  # noqa: F401  (the PNG report)
@@ -53,7 +53,7 @@ def project(
     Inner sessions run in this process, so the workloads they register go into a copy of the
     registry that is dropped afterwards: other tests still see exactly the reference workloads.
     """
-    from perfsuite.workloads import registry
+    from perfsuite.jobs import registry
 
     registry.workload_names()  # load the reference workloads first, so the copy holds them
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))

@@ -30,7 +30,7 @@ def test_the_users_code_does_not_import_perfsuite_and_the_glue_is_short():
 
 
 def test_the_example_passes_under_the_plugin(project, monkeypatch):
-    from perfsuite import job
+    from perfsuite.jobs import registry as job
 
     monkeypatch.setattr(job, "_JOBS", dict(job._JOBS))
     result = project.runpytest_inprocess(*FAST, str(EXAMPLE), "--rootdir", str(EXAMPLE), "-v")

@@ -7,7 +7,7 @@ import json
 import pytest
 from perfsuite_pytester import baseline_files, read_json, run
 
-from perfsuite.results import Fingerprint
+from perfsuite.core.results import Fingerprint
 
 pytest_plugins = ["pytester"]
 

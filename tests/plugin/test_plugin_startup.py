@@ -47,10 +47,10 @@ def test_a_run_that_times_out_fails_its_test_with_the_stacks_and_the_session_goe
         project.path.joinpath("conftest.py").read_text()
         + """
 
-import perfsuite.runner
+import perfsuite.harness.runner
 from perfsuite.errors import RunTimeout
 
-_real_run = perfsuite.runner.run
+_real_run = perfsuite.harness.runner.run
 
 
 def _hangs_once(spec, probes=None):
@@ -61,7 +61,7 @@ def _hangs_once(spec, probes=None):
     return _real_run(spec, probes)
 
 
-perfsuite.runner.run = _hangs_once
+perfsuite.harness.runner.run = _hangs_once
 """
     )
     project.makepyfile("""

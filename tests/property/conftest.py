@@ -1,7 +1,7 @@
 """The property suite runs under perfsuite's shipped ``ci`` profile unless told otherwise.
 
 The profiles (``ci``, ``dev``, ``nightly``) are registered by perfsuite's pytest
-plugin (perfsuite/hypothesis_profiles.py), so users get them too;
+plugin (perfsuite/augment/profiles.py), so users get them too;
 ``PERFSUITE_HYPOTHESIS_PROFILE`` or ``--hypothesis-profile`` picks one. This
 suite defaults to ``ci`` even outside CI, as it always has.
 """
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from perfsuite import hypothesis_profiles
+from perfsuite.augment import profiles as hypothesis_profiles
 
 
 def pytest_configure(config) -> None:

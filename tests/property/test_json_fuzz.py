@@ -19,10 +19,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from perfsuite.baselines import read_baseline_file
-from perfsuite.cli import main
+from perfsuite.cli.main import main
+from perfsuite.core.results import Result, parse_json
 from perfsuite.errors import BaselineError, ResultError
-from perfsuite.results import Result, parse_json
+from perfsuite.judge.baselines import read_baseline_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 BASE_RESULT = json.loads((DATA / "base.json").read_text(encoding="utf-8"))

@@ -31,7 +31,7 @@ def test_ci_profile_from_installed_package_writes_no_database(tmp_path, how):
         for k, v in os.environ.items()
         if k not in ("PERFSUITE_HYPOTHESIS_PROFILE", "HYPOTHESIS_STORAGE_DIRECTORY", "CI")
     }
-    env["PYTHONPATH"] = str(ROOT)  # perfsuite as installed: its pytest11 entry point loads perfsuite.plugin
+    env["PYTHONPATH"] = str(ROOT)  # perfsuite as installed: its pytest11 entry point loads perfsuite.plugin.hooks
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"]
     if how == "option":
         args.append("--hypothesis-profile=ci")

@@ -7,8 +7,9 @@ import math
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from perfsuite.stats import bootstrap_ratio_ci, mann_whitney_u
-from perfsuite.verdicts import DEFAULT_FACTOR, Outcome, compare_timing
+from perfsuite.judge.stats import bootstrap_ratio_ci, mann_whitney_u
+from perfsuite.judge.timing import compare_timing
+from perfsuite.judge.verdict import DEFAULT_FACTOR, Outcome
 
 SETTINGS = settings(max_examples=60, deadline=None)
 MIRROR = {Outcome.REGRESSED: Outcome.IMPROVED, Outcome.IMPROVED: Outcome.REGRESSED}

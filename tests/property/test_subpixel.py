@@ -76,7 +76,7 @@ def test_executors_pass(check_executor):
 def test_real_face_masks():
     """On face_parsing's 96-px masks, x2: the half-pixel mismatch and a one-pixel shift are caught in each of four
     batches; the correct resize passes."""
-    from perfsuite.workloads.registry import get_workload
+    from perfsuite.jobs.registry import get_workload
 
     w = get_workload("face_parsing")
     scale = w.scale("smoke")

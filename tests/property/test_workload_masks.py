@@ -16,7 +16,7 @@ from perfsuite.augment.checks import Declared, NumpyPerSample, TorchBatched, che
 from perfsuite.augment.cpu import CpuAugment
 from perfsuite.augment.gpu import GpuAugment
 from perfsuite.augment.strategies import seeds
-from perfsuite.workloads.registry import get_workload, workload_names
+from perfsuite.jobs.registry import get_workload, workload_names
 
 MASK_WORKLOADS = [n for n in workload_names() if get_workload(n).target_kind == "mask"]
 BATCH = 4

@@ -1,6 +1,6 @@
 """One fixed machine fingerprint for the unit tests' hand-made Results (a CPU, torch 2.13, no GPU)."""
 
-from perfsuite.results import Fingerprint
+from perfsuite.core.results import Fingerprint
 
 FP = Fingerprint(
     device="cpu",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from fixed_fingerprint import FP
 
-from perfsuite import ab
-from perfsuite.adaptive import ABOutcome, AdaptiveAB, RunValues
-from perfsuite.results import Metric, Result
+from perfsuite.ab import engine as ab
+from perfsuite.core.results import Metric, Result
+from perfsuite.judge.adaptive import ABOutcome, AdaptiveAB, RunValues
 
 SLOW = "test_x.py::test_slow"
 SAME = "test_x.py::test_same"

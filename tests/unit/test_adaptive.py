@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from perfsuite.adaptive import (
+from perfsuite.errors import PerfsuiteError
+from perfsuite.judge.adaptive import (
     ABOutcome,
     ABRule,
     AdaptiveAB,
@@ -16,7 +17,6 @@ from perfsuite.adaptive import (
     round_pairs,
     run_loop,
 )
-from perfsuite.errors import PerfsuiteError
 
 
 def _pairs(ds, base=10.0):

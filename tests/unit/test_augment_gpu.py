@@ -279,8 +279,8 @@ def test_forward_forces_no_host_sync(kind, channels):
 
 @pytest.mark.slow
 def test_gpu_augmentation_adds_no_syncs_to_a_training_step():
-    from perfsuite.knobs import Knobs
-    from perfsuite.runner import RunSpec, run
+    from perfsuite.core.knobs import Knobs
+    from perfsuite.harness.runner import RunSpec, run
 
     def syncs(aug: str):  # type: ignore[no-untyped-def]
         spec = RunSpec(

@@ -11,9 +11,9 @@ from fixed_fingerprint import FP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfsuite.baselines import BaselineStore, read_baseline_file, safe_filename
+from perfsuite.core.results import Metric, Result
 from perfsuite.errors import BaselineError
-from perfsuite.results import Metric, Result
+from perfsuite.judge.baselines import BaselineStore, read_baseline_file, safe_filename
 
 OTHER = dataclasses.replace(FP, gpu_model="NVIDIA H100 80GB HBM3", cuda="12.4", device="cuda")
 TEST_ID = "tests/perf/test_x.py::test_a[cpu-2]"

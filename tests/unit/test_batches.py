@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from perfsuite.batches import batch_samples
+from perfsuite.core.knobs import Knobs
 from perfsuite.errors import PerfsuiteError
-from perfsuite.knobs import Knobs
-from perfsuite.pipeline import build_loader
+from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.pipeline import build_loader
 
 Pair = namedtuple("Pair", "image target")
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from perfsuite.baselines import BaselineStore
-from perfsuite.results import Fingerprint, Metric, Result
-from perfsuite.verdicts import Outcome, compare_between_runs, compare_results, compare_timing
+from perfsuite.core.results import Fingerprint, Metric, Result
+from perfsuite.judge.baselines import BaselineStore
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.timing import compare_between_runs, compare_timing
+from perfsuite.judge.verdict import Outcome
 
 
 def _run(level, n=30):

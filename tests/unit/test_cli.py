@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from perfsuite.cli import main
-from perfsuite.results import Result
+from perfsuite.cli.main import main
+from perfsuite.core.results import Result
 
 
 def test_list_names_every_workload_with_both_scales(capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,6 +103,6 @@ def test_unknown_workload_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_help_does_not_import_torch() -> None:
-    code = "import sys; from perfsuite.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    code = "import sys; from perfsuite.cli.main import build_parser; build_parser(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

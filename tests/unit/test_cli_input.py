@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.cli.main import main
 
 
 @pytest.mark.parametrize(

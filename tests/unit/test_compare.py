@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.baselines import BaselineStore
-from perfsuite.compare import add_compare_arguments, compare_paths, main_compare, run_compare
+from perfsuite.core.results import Result
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
-from perfsuite.report import to_json
-from perfsuite.results import Result
-from perfsuite.verdicts import Outcome
+from perfsuite.judge.baselines import BaselineStore
+from perfsuite.judge.verdict import Outcome
+from perfsuite.report.compare import add_compare_arguments, compare_paths, main_compare, run_compare
+from perfsuite.report.render import to_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 
@@ -113,7 +113,8 @@ def test_compare_does_not_import_torch_or_matplotlib():
     import sys
 
     code = (
-        "import sys, perfsuite.compare, perfsuite.report, perfsuite.verdicts, perfsuite.baselines; "
+        "import sys, perfsuite.report.compare, perfsuite.report.render, perfsuite.judge.engine; "
+        "import perfsuite.judge.baselines; "
         "print(sorted(m for m in ('torch', 'matplotlib', 'scipy') if m in sys.modules))"
     )
     out = subprocess.run(

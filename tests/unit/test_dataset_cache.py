@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsuite import tmpfiles
-from perfsuite.baselines import BaselineStore
+from perfsuite.core import tmpfiles
+from perfsuite.core.results import Result
 from perfsuite.errors import DatasetError
-from perfsuite.results import Result
-from perfsuite.workloads import Sample, Scale, Workload
-from perfsuite.workloads.data import MANIFEST, ImageFileDataset, materialize
+from perfsuite.jobs.workload import Sample, Scale, Workload
+from perfsuite.jobs.workloads.data import MANIFEST, ImageFileDataset, materialize
+from perfsuite.judge.baselines import BaselineStore
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, input_band, input_efficiency, run
+from perfsuite.judge.thresholds import check_thresholds, parse_threshold
+from perfsuite.judge.verdict import Outcome
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.syncs import SyncProbe
-from perfsuite.runner import RunSpec, input_band, input_efficiency, run
-from perfsuite.verdicts import Outcome, check_thresholds, parse_threshold
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_without_speed_of_light_steps_it_is_unavailable_with_the_reason():
 
 
 def test_bound_by_min_input_efficiency():
-    from perfsuite.results import Fingerprint, Metric, Result
+    from perfsuite.core.results import Fingerprint, Metric, Result
 
     threshold = parse_threshold("min_input_efficiency", 0.9)
     result = Result(

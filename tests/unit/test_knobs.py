@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from perfsuite.core.knobs import FLAT_KNOBS, Knobs, resolve_for_device
 from perfsuite.errors import DeviceError, KnobError
-from perfsuite.knobs import FLAT_KNOBS, Knobs, resolve_for_device
 
 BAD = [
     pytest.param({"amp": True}, "amp=True is not a precision: write amp='bf16'", id="amp-true-seed003"),

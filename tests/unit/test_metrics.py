@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import metrics
+from perfsuite.core import metrics
+from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import PerfsuiteError
-from perfsuite.results import Fingerprint, Metric, Result
-from perfsuite.verdicts import Outcome, compare_results, known_threshold_names, parse_threshold
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.thresholds import known_threshold_names, parse_threshold
+from perfsuite.judge.verdict import Outcome
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,9 +6,12 @@ import argparse
 
 import pytest
 
-from perfsuite import options, settings, verdicts, watchdog
-from perfsuite.cli import build_parser
+from perfsuite.cli.main import build_parser
+from perfsuite.core import options
 from perfsuite.errors import DeviceError, PerfsuiteError
+from perfsuite.harness import watchdog
+from perfsuite.judge import verdict as verdicts
+from perfsuite.plugin import settings
 
 
 def _pytest_flags() -> dict[str, dict]:

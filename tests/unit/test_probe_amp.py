@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes.amp import AmpProbe
 from perfsuite.probes.base import WindowTimings
-from perfsuite.runner import RunSpec, run
 
 TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.compile import CompileProbe
 

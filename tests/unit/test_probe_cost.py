@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
 from perfsuite.probes.amp import AmpProbe
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.cost import CostProbe, describe_format

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.datawait import DataWaitProbe
-from perfsuite.runner import RunSpec, run
 
 
 def test_the_fraction_is_time_blocked_in_next_over_window_wall_time() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from perfsuite import metrics
-from perfsuite.knobs import Knobs
+from perfsuite.core import metrics
+from perfsuite.core.knobs import Knobs
+from perfsuite.core.results import Result
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes import Probe, all_probes
-from perfsuite.results import Result
-from perfsuite.runner import RunSpec, run
 
 RUNNER = {s.name for s in metrics.all_specs() if s.probe == "runner"}
 PROBED = set(metrics.names()) - RUNNER - {"label_violations"}

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from perfsuite.knobs import Knobs
+from perfsuite.core.knobs import Knobs
+from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.compile import CompileProbe
 from perfsuite.probes.syncs import SyncProbe
-from perfsuite.runner import RunSpec, run
 
 TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
 
@@ -37,11 +37,11 @@ def _line_of(text: str) -> int:
 
 
 def _pipeline_site() -> str:
-    import perfsuite.pipeline as pipeline
+    import perfsuite.harness.pipeline as pipeline
 
     lines = Path(pipeline.__file__).read_text().splitlines()
     line = next(i + 1 for i, text in enumerate(lines) if "loss.item()" in text)
-    return f"perfsuite/pipeline.py:{line}"
+    return f"perfsuite/harness/pipeline.py:{line}"
 
 
 def _run_syncs(log_interval: int):  # type: ignore[no-untyped-def]

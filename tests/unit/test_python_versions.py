@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfsuite.settings import tomllib  # tomli on 3.10
+from perfsuite.core.toml import tomllib  # tomli on 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_settings_read_pyproject_on_a_python_without_tomllib(tmp_path: Path) -> 
         "sys.modules['tomli'] = tomllib\n"
         "sys.modules['tomllib'] = None\n"  # 'import tomllib' now raises ImportError, as on 3.10
         "sys.version_info = (3, 10, 14, 'final', 0)\n"
-        "from perfsuite import settings\n"
+        "from perfsuite.plugin import settings\n"
         f"print(settings.read_pyproject({str(tmp_path)!r}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from perfsuite.core.results import Metric, Result
 from perfsuite.errors import ResultError
-from perfsuite.results import Metric, Result
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 BASE = json.loads((DATA / "base.json").read_text(encoding="utf-8"))

@@ -11,11 +11,11 @@ import math
 import pytest
 import torch
 
+from perfsuite.core.knobs import Knobs
 from perfsuite.errors import AugmentationError, KnobError
-from perfsuite.knobs import Knobs
-from perfsuite.pipeline import build_pipeline
-from perfsuite.runner import RunSpec, run
-from perfsuite.workloads import get_workload
+from perfsuite.harness.pipeline import build_pipeline
+from perfsuite.harness.runner import RunSpec, run
+from perfsuite.jobs.registry import get_workload
 
 NAMES = ["captcha_slider", "face_parsing", "gray_classifier", "super_resolution"]
 

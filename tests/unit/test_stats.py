@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from perfsuite.stats import bootstrap_ratio_ci, mann_whitney_u, median
+from perfsuite.judge.stats import bootstrap_ratio_ci, mann_whitney_u, median
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 

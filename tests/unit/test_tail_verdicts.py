@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from perfsuite.verdicts import Outcome, compare_tail, exceedance_p
+from perfsuite.judge.tails import compare_tail, exceedance_p
+from perfsuite.judge.verdict import Outcome
 
 
 def _steady(n=60, level=10.0):

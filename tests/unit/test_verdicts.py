@@ -8,21 +8,12 @@ import numpy as np
 import pytest
 from fixed_fingerprint import FP
 
+from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
-from perfsuite.results import Metric, Result
-from perfsuite.verdicts import (
-    AtLeast,
-    AtMost,
-    Equals,
-    Outcome,
-    Verdict,
-    block_medians,
-    compare_results,
-    compare_timing,
-    known_threshold_names,
-    parse_threshold,
-    parse_thresholds,
-)
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.thresholds import AtLeast, AtMost, Equals, known_threshold_names, parse_threshold, parse_thresholds
+from perfsuite.judge.timing import block_medians, compare_timing
+from perfsuite.judge.verdict import Outcome, Verdict
 
 
 def make_result(step_ms=(), fingerprint=FP, samples=None, **metrics) -> Result:

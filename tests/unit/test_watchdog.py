@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+from perfsuite.core.knobs import Knobs
 from perfsuite.errors import PerfsuiteError, RunTimeout
-from perfsuite.knobs import Knobs
-from perfsuite.pipeline import build_loader
-from perfsuite.watchdog import Watchdog, WatchdogConfig, loader_workers
+from perfsuite.harness.pipeline import build_loader
+from perfsuite.harness.watchdog import Watchdog, WatchdogConfig, loader_workers
 
 OUTER_GUARD_S = 120
 

@@ -11,9 +11,10 @@ import pytest
 from PIL import Image
 
 from perfsuite.errors import WorkloadError
-from perfsuite.workloads import SCALES, Scale, Workload, get_workload, register_workload, workload_names
-from perfsuite.workloads.data import ImageFileDataset, materialize
-from perfsuite.workloads.models import count_parameters
+from perfsuite.jobs.registry import get_workload, register_workload, workload_names
+from perfsuite.jobs.workload import SCALES, Scale, Workload
+from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
+from perfsuite.jobs.workloads.models import count_parameters
 
 NAMES = ["captcha_slider", "face_parsing", "gray_classifier", "super_resolution"]
 

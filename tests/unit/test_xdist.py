@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
-from perfsuite.results import Result
-from perfsuite.session import PerfSession
-from perfsuite.settings import Settings
-from perfsuite.verdicts import Outcome, Verdict
-from perfsuite.xdist import assign_worker_gpu, has_content, merge_worker_part, worker_gpu, worker_payload
+from perfsuite.judge.verdict import Outcome, Verdict
+from perfsuite.plugin.session import PerfSession
+from perfsuite.plugin.settings import Settings
+from perfsuite.plugin.xdist import assign_worker_gpu, has_content, merge_worker_part, worker_gpu, worker_payload
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

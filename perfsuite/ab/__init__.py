@@ -1,0 +1,1 @@
+"""``perfsuite ab``: two revisions interleaved on one machine, each in its own worktree and environment."""

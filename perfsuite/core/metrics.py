@@ -1,0 +1,356 @@
+"""The metric registry: every metric perfsuite (or a user's probe) reports, declared once.
+
+A :class:`MetricSpec` says what a metric is and how it may be judged:
+
+* ``kind`` decides the rule (see :mod:`perfsuite.judge.engine`):
+
+  - ``exact``: a count or amount the code path fixes (syncs per step, graph
+    breaks, bytes copied, FLOPs). Compared exactly, in both directions.
+  - ``flag``: yes/no (``amp_engaged``). Compared exactly.
+  - ``fraction``: a deterministic fraction (``amp_lowp_frac``): exact.
+  - ``label``: a text signature (``input_format``): any change is a change.
+  - ``timing``: per-step samples (``step_ms``; ``data_wait_frac`` from its
+    per-step fetch samples), judged statistically on the raw samples.
+  - ``noisy``: a summary value of a noisy quantity (``gpu_util``, RSS):
+    within ``tolerance`` it is unchanged, beyond it inconclusive, never a
+    regression, because one value cannot tell noise from change.
+
+* ``better``: ``lower``, ``higher`` or ``None`` (a label: no direction).
+* ``family``: the label failure messages lead with (``host syncs``), shared
+  by every metric of one cause; :mod:`perfsuite.judge.causes` explains families.
+* ``probe``: the name of the probe that makes it (``runner`` for the
+  runner's own), so an unavailable metric can say who did not measure it.
+
+Thresholds (``max_<name>``/``min_<name>``/``<flag>=bool``), baselines, causes,
+reports, the CLI and the catch table all read this table. A user's probe
+declares its metrics with :func:`register` and can then be bounded in
+markers and compared with baselines like the built-in ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from perfsuite.errors import PerfsuiteError
+
+KINDS = ("exact", "flag", "fraction", "label", "timing", "noisy")
+EXACT_KINDS = frozenset({"exact", "flag", "fraction", "label"})
+DIRECTIONS = ("lower", "higher", None)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric's declaration; see the module docstring for the fields."""
+
+    name: str
+    unit: str
+    kind: str
+    better: str | None
+    family: str
+    probe: str
+    description: str = ""
+    tolerance: float = 0.0  # exact kinds: 0 (a float's rounding aside); noisy: relative, or absolute if abs_tol
+    abs_tol: bool = False
+    samples: str | None = None  # timing: the Result.samples key that holds the raw per-step values
+    rule: str = "ratio"  # timing: "ratio" (median ratio), "shares" (fractions in [0, 1]) or "tail" (see verdicts)
+    factor: float | None = None  # timing, ratio rule: the effect needed, when not the session's factor
+    compared: bool = True  # False: shown, not judged against a baseline (it restates a judged metric)
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise PerfsuiteError(f"metric name {self.name!r} must be an identifier, e.g. 'my_probe_count'")
+        if self.kind not in KINDS:
+            raise PerfsuiteError(f"metric {self.name}: kind={self.kind!r}; write one of {', '.join(KINDS)}")
+        if self.better not in DIRECTIONS:
+            raise PerfsuiteError(f"metric {self.name}: better={self.better!r}; write 'lower', 'higher' or None")
+        if self.kind == "label" and self.better is not None:
+            raise PerfsuiteError(f"metric {self.name}: a label has no better direction; write better=None")
+        if self.kind not in ("label",) and self.better is None:
+            raise PerfsuiteError(f"metric {self.name}: kind {self.kind!r} needs better='lower' or 'higher'")
+        if not (math.isfinite(self.tolerance) and self.tolerance >= 0):
+            raise PerfsuiteError(f"metric {self.name}: tolerance={self.tolerance!r} must be a finite number >= 0")
+        if self.rule not in ("ratio", "shares", "tail"):
+            raise PerfsuiteError(f"metric {self.name}: rule={self.rule!r}; write 'ratio', 'shares' or 'tail'")
+        if self.kind == "timing" and not self.samples:
+            raise PerfsuiteError(f"metric {self.name}: a timing metric names its samples key, e.g. samples='step_ms'")
+
+    @property
+    def exact(self) -> bool:
+        """Deterministic on any machine: compared exactly and kept in the committed baselines."""
+        return self.kind in EXACT_KINDS
+
+    @property
+    def boundable(self) -> str:
+        """How a marker bounds it: ``flag`` (``name=True``), ``range`` (``min_``/``max_``), or ``""`` (a label)."""
+        if self.kind == "flag":
+            return "flag"
+        return "" if self.kind == "label" else "range"
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
+    """Declare a metric. A second declaration of a name is refused unless it is identical or ``replace``."""
+    known = _REGISTRY.get(spec.name)
+    if known is not None and known != spec and not replace:
+        raise PerfsuiteError(
+            f"metric {spec.name!r} is already declared by probe {known.probe!r}; "
+            "pick another name, or pass replace=True on purpose"
+        )
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get(name: str) -> MetricSpec:
+    """The spec of ``name``; a PerfsuiteError listing the known names if there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise PerfsuiteError(
+            f"unknown metric {name!r}; known metrics: {', '.join(_REGISTRY)}. "
+            "A probe of your own declares its metrics with perfsuite.register_metric"
+        ) from None
+
+
+def find(name: str) -> MetricSpec | None:
+    return _REGISTRY.get(name)
+
+
+def all_specs() -> Iterator[MetricSpec]:
+    """Every declared metric, in declaration order (the order reports use)."""
+    return iter(list(_REGISTRY.values()))
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def family(name: str) -> str:
+    spec = _REGISTRY.get(name)
+    return spec.family if spec else name
+
+
+def _builtin(*specs: MetricSpec) -> None:
+    for spec in specs:
+        register(spec)
+
+
+_builtin(
+    # The runner's own: throughput and the step-time distribution of the measured window.
+    MetricSpec(
+        "samples_per_s",
+        "samples/s",
+        "noisy",
+        "higher",
+        "slow steps",
+        "runner",
+        "samples delivered per second of the measured window; judged through step_ms",
+        tolerance=0.10,
+        compared=False,
+    ),
+    MetricSpec(
+        "step_ms",
+        "ms",
+        "timing",
+        "lower",
+        "slow steps",
+        "runner",
+        "per-step time; judged on the raw samples, per sample when batch sizes differ",
+        samples="step_ms",
+    ),
+    MetricSpec(
+        "step_ms_p99",
+        "ms",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "99th percentile of the window's step times; judged relative to each run's median",
+        samples="step_ms",
+        rule="tail",
+        factor=1.5,
+    ),
+    MetricSpec(
+        "step_ms_max",
+        "ms",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "the slowest step of the window (a recompile or a restarted worker shows here); one step: "
+        "never more than inconclusive alone",
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
+    ),
+    MetricSpec(
+        "stalls",
+        "steps",
+        "timing",
+        "lower",
+        "step-time tail",
+        "runner",
+        "steps of the window slower than 5x the median step",
+        samples="step_ms",
+        rule="tail",
+        factor=2.0,
+    ),
+    # The step's speed of light: the same step fed one batch kept on the device (after the window).
+    MetricSpec(
+        "input_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "data-bound",
+        "runner",
+        "samples/s over the speed of light's samples/s (the step fed one batch kept on the device, no "
+        "loader); detail: the data-wait band (<5% not input-bound, 5-20% moderately, >20% highly)",
+        tolerance=0.10,
+        abs_tol=True,
+    ),
+    # Loader side.
+    MetricSpec(
+        "data_wait_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "data-bound",
+        "datawait",
+        "share of the window blocked in next(loader); judged on per-step fetch shares",
+        samples="data_wait",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "epoch_fetch_ms",
+        "ms",
+        "timing",
+        "lower",
+        "data-bound",
+        "datawait",
+        "the fetches that started an epoch (workers forked again without persistent_workers)",
+        samples="epoch_fetch_ms",
+        factor=1.5,
+    ),
+    # GPU telemetry (NVML): noisy summaries.
+    MetricSpec("gpu_util", "fraction", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.05, abs_tol=True),
+    MetricSpec("gpu_power_w", "W", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
+    MetricSpec("gpu_mem_mb", "MB", "noisy", "lower", "memory", "nvml", tolerance=0.10),
+    MetricSpec("sm_clock_mhz", "MHz", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
+    # The step: exact counts made in the observed steps.
+    MetricSpec(
+        "syncs_per_step",
+        "syncs/step",
+        "exact",
+        "lower",
+        "host syncs",
+        "syncs",
+        "host-device synchronisations and tensor reads the step's own code forces, with call sites",
+    ),
+    MetricSpec(
+        "graph_breaks",
+        "breaks",
+        "exact",
+        "lower",
+        "graph breaks",
+        "compile",
+        "torch.compile graph breaks; unavailable when nothing was compiled",
+    ),
+    MetricSpec("recompiles", "recompiles", "exact", "lower", "recompiles", "compile"),
+    MetricSpec("compile_s", "s", "noisy", "lower", "slow compile", "compile", tolerance=0.5),
+    MetricSpec("amp_engaged", "", "flag", "higher", "AMP not engaged", "amp"),
+    MetricSpec(
+        "amp_lowp_frac",
+        "fraction",
+        "fraction",
+        "higher",
+        "AMP not engaged",
+        "amp",
+        "share of forward matmul/conv outputs in bf16/fp16",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "grad_scaler_bf16",
+        "calls/step",
+        "exact",
+        "lower",
+        "AMP misused",
+        "amp",
+        "GradScaler.scale calls in steps whose autocast ran bf16: loss scaling bf16 does not need",
+    ),
+    MetricSpec(
+        "ops_per_step",
+        "ops/step",
+        "exact",
+        "lower",
+        "more work per step",
+        "cost",
+        "aten operations dispatched per step, with the top movers by name",
+    ),
+    MetricSpec(
+        "h2d_bytes_per_step",
+        "bytes/step",
+        "exact",
+        "lower",
+        "more bytes copied",
+        "cost",
+        "bytes the step copies host->device, by dtype (on a CPU run: the .to(device) copies a GPU run makes)",
+    ),
+    MetricSpec(
+        "flops_per_step",
+        "FLOP/step",
+        "exact",
+        "lower",
+        "more work per step",
+        "cost",
+        "floating-point operations per step (torch.utils.flop_counter)",
+    ),
+    MetricSpec(
+        "input_format",
+        "",
+        "label",
+        None,
+        "input format",
+        "cost",
+        "dtype and memory format of the model's input, and of its parameters",
+    ),
+    MetricSpec("peak_mem_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.10),
+    MetricSpec("peak_rss_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.25),
+    MetricSpec("label_violations", "violations", "exact", "lower", "misaligned targets", "labels"),
+)
+
+
+KIND_RULES = {
+    "exact": "exact, both ways",
+    "flag": "exact",
+    "fraction": "exact",
+    "label": "any change fails",
+    "timing": "raw per-step samples, statistically",
+    "noisy": "within a tolerance, else inconclusive",
+}
+
+
+def render_table() -> str:
+    """The README's metrics table, generated from the registry (tests check README holds this text)."""
+    lines = [
+        "| metric | unit | kind: how it is compared | better | family (messages) | probe | what |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in all_specs():
+        rule = KIND_RULES[s.kind] if s.compared else "shown, judged through step_ms"
+        if s.kind == "noisy" and s.compared:
+            rule += f" (±{s.tolerance:g}" + ("" if s.abs_tol else " relative") + ")"
+        if s.kind == "timing" and s.rule == "shares":
+            rule += f", a rise ≥ {s.tolerance:g} and p < α"
+        elif s.kind == "timing" and s.rule == "tail":
+            rule += f", relative to the run's median, x{s.factor:g} and an exact tail test"
+        elif s.kind == "timing":
+            rule += f", factor {s.factor:g}" if s.factor else ", the session's factor"
+        lines.append(
+            f"| `{s.name}` | {s.unit or '-'} | {s.kind}: {rule} | {s.better or '-'} | {s.family} | "
+            f"`{s.probe}` | {s.description or '-'} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,432 @@
+"""Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
+
+The runner is the only place that synchronises the device, and it does so
+only at the edges of the measured window; per-step times on a GPU come from
+CUDA events recorded on the stream, so the harness never adds a sync the
+workload did not have (and the sync probe never counts the harness's own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite.core.knobs import Knobs, resolve_for_device
+from perfsuite.core.results import Fingerprint, Metric, Result
+from perfsuite.errors import PerfsuiteError
+from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
+from perfsuite.probes.base import Probe, RunContext, WindowTimings
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run and how long: a reference workload with its scale and knobs, or a user's Job.
+
+    ``workload`` is a registered name (workload or job, entry points
+    included), a Workload, a :class:`perfsuite.Job`, or a job factory
+    (``factory(device) -> Job``, called with ``knobs.device``). For a Job,
+    ``job_knobs`` holds the flat knobs the caller asked of it (perfsuite.jobs.contract.bind:
+    loader knobs are applied or checked against the user's DataLoader, step
+    knobs refused); ``knobs`` then only gives the session's device.
+
+    ``mutate`` changes what was built before it runs, in place: the reference
+    workload's Pipeline (how perfsuite.harness.faults injects code-level bugs), or the
+    user's Job. perf_run(..., mutate=fn) passes it through.
+    """
+
+    workload: Any
+    scale: str = "smoke"
+    knobs: Knobs = field(default_factory=Knobs)
+    steps: int = 20
+    warmup: int = 3
+    observe_steps: int = 4
+    seed: int = 0
+    cache_dir: Path | None = None
+    mutate: Callable[[Any], None] | None = None
+    job_knobs: Mapping[str, Any] = field(default_factory=dict)
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
+    sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
+
+    def __post_init__(self) -> None:
+        from perfsuite.errors import KnobError
+
+        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
+
+    def resolve(self) -> Any:
+        """The Workload or Job this spec names (a job factory is called here, with the device)."""
+        from perfsuite.jobs.registry import resolve
+
+        return resolve(self.workload, self.knobs.device)
+
+
+def _synchronize(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class _StepClock:
+    """Per-step durations: CUDA events on a GPU (no sync until the end), host clock on the CPU."""
+
+    def __init__(self, device: Any) -> None:
+        import torch
+
+        self.cuda = device.type == "cuda"
+        self._events: list[Any] = []
+        self._host: list[float] = []
+        self._event_cls: Any = torch.cuda.Event if self.cuda else None
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = self._event_cls(enable_timing=True)
+            event.record()
+            self._events.append(event)
+        else:
+            self._host.append(time.perf_counter())
+
+    def durations_ms(self) -> list[float]:
+        """Read after the window's closing synchronisation."""
+        if self.cuda:
+            return [a.elapsed_time(b) for a, b in zip(self._events, self._events[1:])]
+        return [(b - a) * 1e3 for a, b in zip(self._host, self._host[1:])]
+
+
+def default_probes() -> list[Probe]:
+    """Every probe perfsuite has, plus those other packages declare (entry points ``perfsuite.probes``).
+
+    Each reports `unavailable` where it cannot measure.
+    """
+    from perfsuite.probes import all_probes, entry_point_probes
+
+    return all_probes() + entry_point_probes()
+
+
+def _mode_depth() -> tuple[int, int]:
+    """How many torch function and dispatch modes are active: a probe must leave none in the window."""
+    import torch
+
+    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+
+
+def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
+    """Build the pipeline and run it: warm-up, the measured window, then the observed steps.
+
+    The order is the integrity guarantee. The window runs before any probe
+    has instrumented anything: a dispatch mode (the sync, AMP and cost
+    probes' tools) makes torch.compile run eagerly for the rest of the
+    process, so observing first would time eager code. In the window only
+    the runner's clock and passive samplers (NVML, RSS) run, and the runner
+    checks that no probe left a torch function or dispatch mode active.
+
+    Each phase runs under the watchdog (:mod:`perfsuite.harness.watchdog`): a hung
+    worker, ``__getitem__`` or step raises RunTimeout naming the phase and
+    the stuck worker, with the Python stacks, instead of hanging the session.
+    """
+    import torch
+
+    from perfsuite.harness.pipeline import BatchStream, build_pipeline
+    from perfsuite.jobs.contract import Job, bind
+    from perfsuite.jobs.workload import Scale
+
+    target = spec.resolve()
+    probes = list(default_probes() if probes is None else probes)
+    if isinstance(target, Job):  # a user's own training job
+        notes: list[str] = []
+        if spec.mutate is not None:
+            spec.mutate(target)
+        job = bind(target, spec.job_knobs, default_device=spec.knobs.device)
+        knobs = Knobs(device=str(job.device))  # for probes only; the Result records job.knobs and their sources
+        scale = Scale(spec.scale, (0, 0), num_samples=0, batch_size=job.batch_size)
+        workload: Any = job.info
+        view: Any = job
+    else:  # a reference workload: perfsuite builds its pipeline from the knobs, then runs it as a Job
+        if spec.job_knobs:
+            raise PerfsuiteError(f"job_knobs are for a user's Job; {target.name} takes its knobs as RunSpec.knobs")
+        workload = target
+        scale = workload.scale(spec.scale)
+        knobs, notes = resolve_for_device(spec.knobs, torch.cuda.is_available())
+        view = build_pipeline(
+            workload,
+            scale,
+            knobs,
+            seed=spec.seed,
+            cache_dir=spec.cache_dir,
+            loader_timeout_s=spec.watchdog.loader_timeout(),
+        )
+        if spec.mutate is not None:
+            spec.mutate(view)
+        job = bind(view.as_job())
+    device = job.device
+    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
+    batches = BatchStream(job.loader)
+    dog = Watchdog(spec.watchdog, loader=batches)
+    clock = _StepClock(device)
+    fetch_s: list[float] = []
+    host_s: list[float] = []
+    epoch_fetch_ms: list[float] = []
+    delivered = 0
+    last_batch: Any = None
+    sol_ms: list[float] = []
+    depth = _mode_depth()
+    try:
+        for probe in probes:
+            probe.setup(ctx)
+        with dog.phase("warm-up"):
+            for _ in range(spec.warmup):
+                t0 = time.perf_counter()
+                job.step(next(batches))
+                dog.record_step(time.perf_counter() - t0)
+            _synchronize(device)
+        epochs_before = batches.epochs
+        try:
+            for probe in probes:
+                probe.start()
+            if _mode_depth() != depth:
+                raise PerfsuiteError(
+                    "a probe left a torch function or dispatch mode active in the measured window "
+                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
+                )
+            with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
+                start = time.perf_counter()
+                clock.mark()
+                for _ in range(spec.steps):
+                    t0 = time.perf_counter()
+                    epochs = batches.epochs
+                    batch = next(batches)
+                    t1 = time.perf_counter()
+                    fetch_s.append(t1 - t0)
+                    if batches.epochs != epochs:
+                        epoch_fetch_ms.append((t1 - t0) * 1e3)
+                    delivered += batch_samples(batch)
+                    job.step(batch)
+                    clock.mark()
+                    host_s.append(time.perf_counter() - t0)
+                    last_batch = batch
+                _synchronize(device)
+                end = time.perf_counter()
+        finally:
+            for probe in probes:
+                probe.stop()
+        epochs_started = batches.epochs - epochs_before
+        # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
+        # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
+        # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
+        # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
+        with dog.phase("speed of light", steps=spec.sol_steps + 1):
+            if job.reference:
+                first = spec.warmup + spec.steps
+                sol_ms = speed_of_light(lambda b, k: view.step(b, first + k), last_batch, device, spec.sol_steps)
+            else:
+                sol_ms = speed_of_light(lambda b, k: job.step(b), last_batch, device, spec.sol_steps)
+        with dog.phase("observe", steps=spec.observe_steps):
+            for _ in range(spec.observe_steps):
+                batch = next(batches)
+                with contextlib.ExitStack() as stack:
+                    for probe in probes:
+                        stack.enter_context(probe.observe())
+                    job.step(batch)
+            _synchronize(device)
+    finally:
+        for probe in probes:
+            probe.finish()
+        batches.close()
+    timings = WindowTimings(
+        start_s=start,
+        end_s=end,
+        steps=spec.steps,
+        batch_size=job.batch_size,
+        fetch_s=fetch_s,
+        step_ms=clock.durations_ms(),
+        epochs_started=epochs_started,
+        samples=delivered,
+        host_step_s=host_s,
+        epoch_fetch_ms=epoch_fetch_ms,
+    )
+    metrics: dict[str, Metric] = {}
+    for metric in _core_metrics(timings):
+        metrics[metric.name] = metric
+    metrics["input_efficiency"] = input_efficiency(
+        timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps
+    )
+    timeline: dict[str, list[float]] = {}
+    for probe in probes:
+        for metric in probe.metrics(timings):
+            metrics[metric.name] = metric
+        timeline.update(probe.timeline())
+    shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
+    return Result(
+        workload=job.name,
+        scale=scale.name,
+        knobs=job.knobs,
+        knob_sources=job.knob_sources,
+        metrics=metrics,
+        samples={
+            "step_ms": timings.step_ms,
+            "fetch_ms": [s * 1e3 for s in fetch_s],
+            "data_wait": shares,
+            "epoch_fetch_ms": epoch_fetch_ms,
+            "sol_step_ms": sol_ms,
+        },
+        fingerprint=Fingerprint.collect(str(device)),
+        batch_size=job.batch_size,
+        steps=spec.steps,
+        warmup=spec.warmup,
+        notes=tuple(notes + job.notes),
+        timeline=timeline,
+    )
+
+
+STALL_FACTOR = 5.0  # a step slower than this multiple of the median is a stall
+
+
+def _core_metrics(t: WindowTimings) -> list[Metric]:
+    """Throughput and the step-time distribution, its tail included: the runner's own, so they exist with no probe.
+
+    samples_per_s counts the samples the loader actually delivered (a short
+    last batch counts what it holds), over the window's wall time.
+    """
+    import numpy as np
+
+    steps = np.asarray(t.step_ms, dtype=float)
+    p10, p50, p90, p99 = np.percentile(steps, [10, 50, 90, 99])
+    q25, q75 = np.percentile(steps, [25, 75])
+    stalls = [i for i, ms in enumerate(t.step_ms) if ms > STALL_FACTOR * p50]
+    delivered = t.samples if t.samples else t.steps * t.batch_size
+    return [
+        Metric(
+            "samples_per_s",
+            delivered / t.wall_s,
+            "samples/s",
+            detail={"wall_s": t.wall_s, "steps": t.steps, "batch_size": t.batch_size, "samples": delivered},
+        ),
+        Metric(
+            "step_ms",
+            float(p50),
+            "ms",
+            detail={
+                "median": float(p50),
+                "p10": float(p10),
+                "p90": float(p90),
+                "p99": float(p99),
+                "max": float(steps.max()),
+                "iqr": float(q75 - q25),
+                "mean": float(steps.mean()),
+            },
+        ),
+        Metric("step_ms_p99", float(p99), "ms"),
+        Metric("step_ms_max", float(steps.max()), "ms", detail={"step": int(steps.argmax())}),
+        Metric(
+            "stalls",
+            len(stalls),
+            "steps",
+            detail={"factor": STALL_FACTOR, "steps": stalls, "ms": [float(t.step_ms[i]) for i in stalls]},
+        ),
+    ]
+
+
+# TensorFlow's input-pipeline analyzer: the share of step time waiting for input.
+INPUT_BANDS = ((0.05, "not input-bound"), (0.20, "moderately input-bound"), (float("inf"), "highly input-bound"))
+
+
+def input_band(wait_frac: float) -> str:
+    """``not input-bound`` below 5% data wait, ``moderately input-bound`` 5-20%, ``highly input-bound`` above."""
+    for limit, name in INPUT_BANDS:
+        if wait_frac < limit or limit == float("inf"):
+            return name
+    return INPUT_BANDS[-1][1]
+
+
+def _on_device(batch: Any, device: Any) -> Any:
+    """The batch with every tensor moved to the device once (tuple, list and dict batches)."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _on_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_on_device(v, device) for v in batch)
+    return batch
+
+
+def _clone(batch: Any) -> Any:
+    """A fresh copy per step, so a step that works in place on its input (``x.div_(255)``) sees the same data."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return {k: _clone(v) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_clone(v) for v in batch)
+    return batch
+
+
+def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:
+    """Per-step times (ms) of the step fed one batch kept on the device, with no loader: DALI's fixed-batch test.
+
+    ``step(batch, k)`` is the step the window times (the job's step; for a
+    reference pipeline its ``step(batch, index)`` at the observed steps'
+    indices), called on a copy of the window's last batch moved to the
+    device once (on a CPU run the copy stays in host memory: there is no
+    device to keep it on). One untimed step first; each timed step gets a
+    fresh device-side copy made before its clock starts. Timed like the
+    window: CUDA events on a GPU, the host clock on a CPU.
+    """
+    if steps <= 0 or batch is None:
+        return []
+    resident = _on_device(batch, device)
+    step(_clone(resident), 0)
+    _synchronize(device)
+    starts, ends = _StepClock(device), _StepClock(device)
+    for k in range(steps):
+        fresh = _clone(resident)
+        starts.mark()
+        step(fresh, k)
+        ends.mark()
+    _synchronize(device)
+    if starts.cuda:
+        return [a.elapsed_time(b) for a, b in zip(starts._events, ends._events)]
+    return [(b - a) * 1e3 for a, b in zip(starts._host, ends._host)]
+
+
+def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int, sol_steps: int) -> Metric:
+    """samples/s of the window over the speed of light's samples/s, with the data-wait band."""
+    import numpy as np
+
+    if not sol_ms or sol_samples <= 0:
+        why = (
+            "sol_steps=0: the speed-of-light phase was not run"
+            if sol_steps <= 0
+            else "no batch reached the window, so there was nothing to feed the speed-of-light steps"
+        )
+        return Metric.unavailable("input_efficiency", why, "fraction")
+    sol_step = float(np.median(sol_ms))
+    if sol_step <= 0:
+        return Metric.unavailable("input_efficiency", "the speed-of-light steps took no measurable time", "fraction")
+    delivered = t.samples if t.samples else t.steps * t.batch_size
+    samples_per_s = delivered / t.wall_s
+    sol_per_s = sol_samples / (sol_step / 1e3)
+    wait = sum(t.fetch_s) / t.wall_s if t.wall_s > 0 else 0.0
+    return Metric(
+        "input_efficiency",
+        samples_per_s / sol_per_s,
+        "fraction",
+        detail={
+            "samples_per_s": samples_per_s,
+            "sol_samples_per_s": sol_per_s,
+            "sol_step_ms": sol_step,
+            "sol_steps": len(sol_ms),
+            "data_wait": wait,
+            "band": input_band(wait),
+        },
+    )

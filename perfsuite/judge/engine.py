@@ -1,0 +1,298 @@
+"""The one verdict engine: a head Result against a base, each metric by its declared kind.
+
+The plugin, ``perfsuite compare``, ``perfsuite ab`` and the fault self-test
+(:mod:`perfsuite.tools.catch`) all judge through :func:`compare_results`, and every rule is
+chosen by the metric's kind (:mod:`perfsuite.core.metrics`): exact kinds compare exactly in
+both directions; a metric measured in the base and unavailable in the head (nothing compiled any
+more) is a regression with that reason; timing kinds are judged on their raw per-step samples
+(:mod:`perfsuite.judge.timing`, :mod:`perfsuite.judge.tails`); noisy summaries are unchanged
+within their tolerance and inconclusive beyond it. Failing verdicts carry their likely cause
+(:mod:`perfsuite.judge.causes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from perfsuite.core import metrics as registry
+from perfsuite.core.results import Metric, Result
+from perfsuite.errors import FingerprintMismatch
+from perfsuite.judge.tails import compare_tail
+from perfsuite.judge.timing import MIN_BASE_RUNS, compare_between_runs, compare_shares, compare_timing, validate_rule
+from perfsuite.judge.verdict import (
+    DEFAULT_ALPHA,
+    DEFAULT_FACTOR,
+    Outcome,
+    Verdict,
+    direction,
+    format_value,
+    value_ratio,
+)
+
+# --------------------------------------------------------------------------- baseline comparison
+
+
+def compare_results(
+    base: Result,
+    head: Result,
+    test_id: str,
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+    force: bool = False,
+    only: Callable[[registry.MetricSpec], bool] | None = None,
+    base_runs: Sequence[Result] = (),
+) -> list[Verdict]:
+    """Verdicts for head against base, one per registered metric that either measured.
+
+    Metrics neither side measured (GPU telemetry on a CPU) are left out:
+    nothing was compared. ``only`` picks metrics by spec (the plugin judges
+    exact ones against the committed file instead). ``base_runs``: every run
+    a multi-run baseline holds (``base`` is the newest); with 3 or more,
+    step_ms is judged with the variance between them
+    (:func:`compare_between_runs`). Failing verdicts carry their likely cause.
+    """
+    validate_rule(factor, alpha)
+    base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
+    if base_key != head_key and not force:
+        raise FingerprintMismatch(
+            f"{test_id}: the baseline was recorded on {base_key!r} but this run is {head_key!r}; "
+            "timings from different machines do not compare. Record a baseline here with "
+            "`pytest --perfsuite-save` (or `nox -s baseline`), or pass --force to compare anyway"
+        )
+    verdicts = []
+    present = set(base.metrics) | set(head.metrics)
+    for spec in registry.all_specs():
+        if spec.name not in present or not spec.compared or (only is not None and not only(spec)):
+            continue
+        b, h = base.metric(spec.name), head.metric(spec.name)
+        if not b.available and not h.available:
+            continue
+        if spec.name == "step_ms" and len(base_runs) >= MIN_BASE_RUNS and b.available and h.available:
+            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head))
+            continue
+        verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head))
+    return verdicts
+
+
+def _judge_between_runs(
+    spec: registry.MetricSpec, base_runs: Sequence[Result], head: Result, test_id: str, factor: float, alpha: float
+) -> Verdict:
+    per_sample = any(r.batch_size != head.batch_size for r in base_runs)
+    runs = [
+        _per_sample(r, r.samples.get("step_ms", [])) if per_sample else list(r.samples.get("step_ms", []))
+        for r in base_runs
+    ]
+    h_samples = _per_sample(head, head.samples.get("step_ms", [])) if per_sample else list(head.samples["step_ms"])
+    t = compare_between_runs(runs, h_samples, factor, alpha)
+    if t.log_ratio is None:
+        return Verdict(test_id, spec.name, None, None, None, t.outcome, f"step_ms {t.outcome}: {t.reason}")
+    unit = "ms per sample" if per_sample else spec.unit
+    message = (
+        f"step_ms median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+        f"(x{t.ratio:.3f}, {len(base_runs)} base runs){_tail(base_runs[-1], head, 'step_ms')}: {t.reason}"
+    )
+    return Verdict(test_id, spec.name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+
+
+def judge_metric(
+    spec: registry.MetricSpec,
+    base: Result,
+    head: Result,
+    test_id: str,
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+) -> Verdict:
+    """One metric of head against base, by the rule its kind declares."""
+    name = spec.name
+    b, h = base.metric(name), head.metric(name)
+    if b.available and not h.available:
+        return Verdict(
+            test_id,
+            name,
+            b.value,
+            None,
+            None,
+            Outcome.REGRESSED,
+            f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}",
+        )
+    if not h.available:
+        return Verdict(test_id, name, None, None, None, Outcome.UNAVAILABLE, f"{name} unavailable: {h.reason}")
+    if not b.available:
+        return Verdict(
+            test_id,
+            name,
+            None,
+            h.value,
+            None,
+            Outcome.NEW,
+            f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
+        )
+    if spec.kind == "timing":
+        return _judge_samples(spec, base, head, test_id, factor, alpha)
+    if spec.kind == "noisy":
+        return _compare_summary(spec, test_id, float(b.value), float(h.value))  # type: ignore[arg-type]
+    return _compare_exact(spec, test_id, b, h)
+
+
+def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric) -> Verdict:
+    outcome = direction(spec, b.value, h.value)
+    message = f"{spec.name} {format_value(b.value)} -> {format_value(h.value)} (exact)"
+    moved = movers(b.detail, h.detail)
+    if outcome is not Outcome.UNCHANGED and moved:
+        message += f": {moved}"
+    ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)
+    return Verdict(test_id, spec.name, b.value, h.value, ratio, outcome, message)
+
+
+def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3) -> str:
+    """What moved inside an exact metric: new call sites (``sites``) or the biggest changes in ``by``."""
+    from perfsuite.judge.causes import short_path
+
+    if "sites" in head_detail or "sites" in base_detail:
+        before = {(s["op"], s["site"]): s["per_step"] for s in base_detail.get("sites", []) if isinstance(s, Mapping)}
+        after = {(s["op"], s["site"]): s["per_step"] for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
+        keys = set(before) | set(after)
+        changes = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in keys), key=lambda c: -abs(c[0]))
+        return ", ".join(
+            f"{op} at {short_path(site)} {delta:+.3g}/step" for delta, (op, site) in changes[:top] if delta
+        )
+    b_by, h_by = base_detail.get("by"), head_detail.get("by")
+    if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
+        keys = set(b_by) | set(h_by)
+        changes = sorted(
+            ((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys), key=lambda c: (-abs(c[0]), c[1])
+        )
+        return ", ".join(
+            f"{k} {format_value(float(b_by.get(k, 0)))} -> {format_value(float(h_by.get(k, 0)))}"
+            for delta, k in changes[:top]
+            if delta
+        )
+    examples = head_detail.get("examples")
+    if isinstance(examples, list) and examples:
+        return str(examples[0])[:240]
+    return ""
+
+
+def _per_sample(result: Result, samples: Sequence[float]) -> list[float]:
+    return [t / result.batch_size for t in samples]
+
+
+def _judge_samples(
+    spec: registry.MetricSpec, base: Result, head: Result, test_id: str, factor: float, alpha: float
+) -> Verdict:
+    name, key = spec.name, spec.samples or spec.name
+    b_samples, h_samples = list(base.samples.get(key, [])), list(head.samples.get(key, []))
+    if not b_samples:
+        return Verdict(
+            test_id,
+            name,
+            base.value(name),
+            head.value(name),
+            None,
+            Outcome.INCONCLUSIVE,
+            f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite",
+        )
+    if spec.rule == "tail":
+        return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
+    if spec.rule == "shares":
+        t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
+        if t.log_ratio is None:
+            return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
+        message = (
+            f"{name} {format_value(base.value(name))} -> {format_value(head.value(name))} (per-step mean "
+            f"{t.base_median:.3f} -> {t.head_median:.3f}, n={len(b_samples)}/{len(h_samples)}): {t.reason}"
+        )
+        return Verdict(
+            test_id,
+            name,
+            base.value(name),
+            head.value(name),
+            value_ratio(base.value(name), head.value(name)),
+            t.outcome,
+            message,
+        )
+    per_sample = key == "step_ms" and base.batch_size != head.batch_size
+    if per_sample:
+        b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
+    t = compare_timing(b_samples, h_samples, spec.factor or factor, alpha)
+    if t.log_ratio is None:
+        return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
+    unit = "ms per sample" if per_sample else spec.unit
+    assert t.interval is not None  # compare_timing forms an interval whenever it forms a ratio
+    message = (
+        f"{name} median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
+        f"(x{t.ratio:.3f}, {t.interval.confidence:.0%} CI x{t.interval.low:.3f}..x{t.interval.high:.3f}, "
+        f"p_slower={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
+        + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "")
+        + f"){_tail(base, head, name)}"
+        f": {t.reason}"
+    )
+    return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+
+
+def _judge_tail(
+    spec: registry.MetricSpec,
+    base: Result,
+    head: Result,
+    test_id: str,
+    b_samples: Sequence[float],
+    h_samples: Sequence[float],
+    alpha: float,
+) -> Verdict:
+    name = spec.name
+    t = compare_tail(name, b_samples, h_samples, spec.factor or 2.0, alpha)
+    b, h = base.value(name), head.value(name)
+    message = f"{name} {format_value(b)} -> {format_value(h)} (n={len(b_samples)}/{len(h_samples)}): {t.reason}"
+    ratio = value_ratio(b, h) if name != "stalls" else None
+    return Verdict(test_id, name, b, h, ratio, t.outcome, message)
+
+
+def _tail(base: Result, head: Result, name: str) -> str:
+    """For step_ms: throughput, p99/max and stalls of both sides, so a tail is never hidden by the median."""
+    if name != "step_ms":
+        return ""
+    parts = []
+    for metric in ("samples_per_s", "step_ms_p99", "step_ms_max", "stalls"):
+        b, h = base.value(metric), head.value(metric)
+        if b is not None and h is not None:
+            parts.append(f"{metric} {format_value(b)} -> {format_value(h)}")
+    return "; " + ", ".join(parts) if parts else ""
+
+
+def _compare_summary(spec: registry.MetricSpec, test_id: str, b: float, h: float) -> Verdict:
+    name = spec.name
+    if spec.abs_tol:
+        tol, within = f"+-{spec.tolerance:g}", abs(h - b) <= spec.tolerance
+    else:
+        tol, within = f"+-{spec.tolerance:.0%}", abs(h - b) <= spec.tolerance * max(abs(b), abs(h))
+    if within:
+        return Verdict(
+            test_id,
+            name,
+            b,
+            h,
+            value_ratio(b, h),
+            Outcome.UNCHANGED,
+            f"{name} {format_value(b)} -> {format_value(h)} (within {tol})",
+        )
+    return Verdict(
+        test_id,
+        name,
+        b,
+        h,
+        value_ratio(b, h),
+        Outcome.INCONCLUSIVE,
+        f"{name} {format_value(b)} -> {format_value(h)}: beyond {tol}, but a single summary value "
+        "cannot tell noise from change; re-run or compare within one session",
+    )
+
+
+def explain(verdict: Verdict, result: Result) -> Verdict:
+    """The verdict with its likely cause attached when it fails (unchanged otherwise)."""
+    if not verdict.failed or verdict.cause:
+        return verdict
+    from perfsuite.judge import causes
+
+    cause = causes.explain(verdict, result)
+    return verdict.with_cause(str(cause) if cause else None)

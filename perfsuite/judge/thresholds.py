@@ -1,0 +1,150 @@
+"""Thresholds ("is this run good enough?"): one small check class per bound.
+
+In the shape of pytest-benchmark's ``compute``/``fails``, parsed from keyword names
+``min_<metric>``, ``max_<metric>`` or a flag (``amp_engaged=True``), for any registered
+metric, a user's own included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfsuite.core import metrics as registry
+from perfsuite.core.results import Metric, Result
+from perfsuite.errors import PerfsuiteError
+from perfsuite.judge.verdict import Outcome, Verdict, format_value, value_ratio
+
+# --------------------------------------------------------------------------- thresholds
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A bound on one metric. ``compute`` reads the metric, ``fails`` judges its value."""
+
+    metric: str
+    bound: float | bool
+
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def compute(self, result: Result) -> Metric:
+        return result.metric(self.metric)
+
+    def fails(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def describe(self, value: Any) -> str:
+        raise NotImplementedError
+
+    def check(self, result: Result, test_id: str) -> Verdict:
+        metric = self.compute(result)
+        if not metric.available:
+            return Verdict(
+                test_id,
+                self.metric,
+                self.bound,
+                None,
+                None,
+                Outcome.UNAVAILABLE,
+                f"{self.metric} unavailable ({self.name}): {metric.reason}",
+            )
+        value = metric.value
+        failed = self.fails(value)
+        ratio = value_ratio(self.bound, value) if not isinstance(self.bound, bool) else None
+        return Verdict(
+            test_id,
+            self.metric,
+            self.bound,
+            value,
+            ratio,
+            Outcome.FAIL if failed else Outcome.PASS,
+            self.describe(value),
+        )
+
+
+@dataclass(frozen=True)
+class AtLeast(Threshold):
+    """``min_<metric>=bound``: fails below the bound."""
+
+    @property
+    def name(self) -> str:
+        return f"min_{self.metric}"
+
+    def fails(self, value: Any) -> bool:
+        return float(value) < float(self.bound)
+
+    def describe(self, value: Any) -> str:
+        op = "<" if self.fails(value) else ">="
+        return f"{self.metric} {format_value(value)} {op} {format_value(self.bound)}"
+
+
+@dataclass(frozen=True)
+class AtMost(Threshold):
+    """``max_<metric>=bound``: fails above the bound."""
+
+    @property
+    def name(self) -> str:
+        return f"max_{self.metric}"
+
+    def fails(self, value: Any) -> bool:
+        return float(value) > float(self.bound)
+
+    def describe(self, value: Any) -> str:
+        op = ">" if self.fails(value) else "<="
+        return f"{self.metric} {format_value(value)} {op} {format_value(self.bound)}"
+
+
+@dataclass(frozen=True)
+class Equals(Threshold):
+    """``<bool metric>=True|False``: fails when the metric differs."""
+
+    @property
+    def name(self) -> str:
+        return self.metric
+
+    def fails(self, value: Any) -> bool:
+        return bool(value) is not bool(self.bound)
+
+    def describe(self, value: Any) -> str:
+        op = "!=" if self.fails(value) else "=="
+        return f"{self.metric} {format_value(bool(value))} {op} {format_value(self.bound)}"
+
+
+def known_threshold_names() -> tuple[str, ...]:
+    """Every bound a marker may name, from the metric registry (a user's registered metrics included)."""
+    out: list[str] = []
+    for spec in registry.all_specs():
+        if spec.boundable == "flag":
+            out.append(spec.name)
+        elif spec.boundable == "range":
+            out += [f"min_{spec.name}", f"max_{spec.name}"]
+    return tuple(out)
+
+
+def parse_threshold(name: str, bound: Any) -> Threshold:
+    """``parse_threshold("max_data_wait_frac", 0.05)`` -> AtMost("data_wait_frac", 0.05)."""
+    spec = registry.find(name)
+    if spec is not None and spec.boundable == "flag":
+        if not isinstance(bound, bool):
+            raise PerfsuiteError(f"{name}={bound!r}: {name} is a yes/no metric; write {name}=True or {name}=False")
+        return Equals(name, bound)
+    kind, _, metric = name.partition("_")
+    target = registry.find(metric)
+    if kind not in ("min", "max") or target is None or target.boundable != "range":
+        raise PerfsuiteError(f"unknown threshold {name!r}; write one of: {', '.join(known_threshold_names())}")
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
+        raise PerfsuiteError(f"{name}={bound!r}: the bound must be a finite number, e.g. {name}=0.05")
+    return AtLeast(metric, bound) if kind == "min" else AtMost(metric, bound)
+
+
+def parse_thresholds(bounds: Mapping[str, Any]) -> tuple[Threshold, ...]:
+    """Thresholds from keyword form, e.g. a marker's ``max_syncs_per_step=0, amp_engaged=True``."""
+    return tuple(parse_threshold(name, bound) for name, bound in bounds.items())
+
+
+def check_thresholds(result: Result, test_id: str, thresholds: Sequence[Threshold]) -> list[Verdict]:
+    return [t.check(result, test_id) for t in thresholds]

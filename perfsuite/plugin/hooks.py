@@ -1,0 +1,464 @@
+"""pytest plugin (entry point ``pytest11: perfsuite``): options, the ``perf_run`` fixture, the
+``perf`` marker and the session summary.
+
+A thin shell: settings.py resolves options, session.py judges results,
+report.py renders them. Importing this module must stay cheap (it is loaded
+for ``pytest --help``): torch, numpy and the judging code load on first use.
+Session state lives in ``config.stash``. User docs: docs/plugin.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from perfsuite.errors import PerfsuiteError
+from perfsuite.plugin import settings as settings_mod
+
+if TYPE_CHECKING:
+    from perfsuite.core.results import Result
+    from perfsuite.plugin.session import PerfSession, Recorded
+
+MARKER = (
+    "perf(**thresholds): bounds on the Results of this test's perf_run calls, e.g. "
+    "perf(min_samples_per_s=500, max_syncs_per_step=0, max_data_wait_frac=0.05, min_gpu_util=0.85, "
+    "amp_engaged=True); a bound whose metric is unavailable here is reported, never passed"
+)
+
+
+@dataclass
+class PerfState:
+    """Per-session state, kept in ``config.stash[STATE]``."""
+
+    settings: settings_mod.Settings
+    pending: dict[str, list[Recorded]] = field(default_factory=dict)
+    reports: list[str] = field(default_factory=list)
+    _session: PerfSession | None = None
+    _device: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Whether any test reached judging (so there is something to summarise)."""
+        return self._session is not None
+
+    @property
+    def session(self) -> PerfSession:
+        if self._session is None:
+            from perfsuite.plugin.session import PerfSession
+
+            self._session = PerfSession(self.settings)
+        return self._session
+
+    def device(self) -> str:
+        """The session's device; ``auto`` is CUDA when torch sees one, else the CPU."""
+        if self._device is None:
+            from perfsuite.core.options import resolve_device
+            from perfsuite.errors import DeviceError
+
+            try:
+                self._device = resolve_device(self.settings.device)
+            except DeviceError:
+                pytest.fail(
+                    f"perfsuite: --perfsuite-device {self.settings.device} but torch sees no CUDA device; "
+                    "use --perfsuite-device cpu or auto",
+                    pytrace=False,
+                )
+        return self._device
+
+
+STATE = pytest.StashKey[PerfState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup(
+        "perfsuite",
+        "perfsuite: performance regression tests for training input pipelines "
+        "(defaults also from [tool.perfsuite] in pyproject.toml)",
+    )
+    from perfsuite.core.options import add_pytest_options
+
+    add_pytest_options(group.addoption)  # every option, its help and default, from the one table
+
+
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis's plugin reads --hypothesis-profile
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    _hypothesis_profiles(config)
+    opt = config.getoption
+    from perfsuite.core.options import pytest_options
+
+    cli = {o.name: opt(o.flag) for o in pytest_options()}
+    try:
+        resolved = settings_mod.resolve(
+            cli, settings_mod.read_pyproject(config.rootpath), config.rootpath, config.invocation_params.dir
+        )
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+    try:
+        settings_mod.check_output_paths(resolved)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+    if resolved.save and resolved.inject:
+        raise pytest.UsageError(
+            "perfsuite: --perfsuite-save with --perfsuite-inject would store a run with an "
+            "injected fault as the baseline; drop one of them"
+        )
+    if resolved.compare and not resolved.baselines.is_dir():
+        raise pytest.UsageError(
+            f"perfsuite: --perfsuite-compare but the baselines directory {resolved.baselines} does not exist, so "
+            "nothing could be compared; pass --perfsuite-baselines DIR with the committed baselines, or record "
+            "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)"
+        )
+    config.stash[STATE] = PerfState(resolved)
+    from perfsuite.plugin import xdist
+
+    try:
+        gpus = resolved.worker_gpus
+        xdist.check_worker_gpus(config, gpus)
+        xdist.assign_worker_gpu(config, gpus)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Check pyproject thresholds and the fault hook once, before any run spends time."""
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    try:
+        if state.settings.thresholds:
+            from perfsuite.judge.thresholds import parse_thresholds
+
+            parse_thresholds(settings_mod.all_threshold_bounds(state.settings))
+        settings_mod.fault_transform(state.settings.inject)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: [tool.perfsuite] or options: {exc}") from None
+
+
+def marker_bounds(item: pytest.Item) -> dict[str, Any]:
+    """Bounds of every ``perf`` marker on the item; the closest marker wins per name."""
+    bounds: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers("perf"))):
+        if mark.args:
+            raise PerfsuiteError(
+                f"@pytest.mark.perf takes keyword bounds only, got {mark.args!r}; "
+                "write e.g. @pytest.mark.perf(max_syncs_per_step=0)"
+            )
+        bounds.update(mark.kwargs)
+    return bounds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A misspelt bound fails the test before it runs anything."""
+    if item.get_closest_marker("perf") is None:
+        return
+    from perfsuite.judge.thresholds import parse_thresholds
+
+    try:
+        parse_thresholds(marker_bounds(item))
+    except PerfsuiteError as exc:
+        pytest.fail(f"perfsuite: {exc}", pytrace=False)
+
+
+class PerfRun:
+    """The ``perf_run`` fixture's value: call it to run a workload and get its Result."""
+
+    def __init__(self, state: PerfState, node: pytest.Item, benchmark: Any) -> None:
+        self._state, self._node, self._benchmark = state, node, benchmark
+        self._ids: set[str] = set()
+
+    @property
+    def scale(self) -> str:
+        """The session's scale (``smoke`` or ``full``), for tests that size knobs by it."""
+        return self._state.settings.scale
+
+    @property
+    def device(self) -> str:
+        """The session's device (``cpu``, ``cuda``, ``cuda:N``), resolved."""
+        return self._state.device()
+
+    def __call__(
+        self,
+        workload: Any,
+        *,
+        steps: int | None = None,
+        warmup: int | None = None,
+        label: str | None = None,
+        check: bool = True,
+        probes: Any = None,
+        mutate: Any = None,
+        **knobs: Any,
+    ) -> Result:
+        """Run ``workload`` with flat knobs; return its Result.
+
+        ``workload`` is a registered name, a Workload instance, a user's
+        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
+        (called with the session's device). For a Job, loader knobs given here
+        are checked against the user's DataLoader (or applied, when the Job
+        hands perfsuite a dataset) and step knobs are refused: perfsuite does
+        not change a user's step. ``mutate(pipeline_or_job)`` changes what was
+        built before it runs (how perfsuite.harness.faults injects code-level bugs).
+
+        Scale and device come from the session (``device=`` here overrides
+        it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
+        ``warmup``. ``label`` names this Result when a test runs several
+        (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
+        it from the marker's thresholds. A knob this device cannot run
+        (amp='fp16' on a CPU) skips the test with the reason.
+        """
+        from perfsuite.core.knobs import Knobs
+        from perfsuite.errors import DeviceError, RunTimeout
+        from perfsuite.harness.runner import RunSpec, run
+        from perfsuite.jobs.registry import is_job_target
+        from perfsuite.plugin.session import Recorded
+
+        s = self._state.settings
+        result_id = self._result_id(label)
+        n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
+        mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
+
+        def combined_mutation(built: Any) -> None:
+            for mutation in mutations:
+                mutation(built)
+
+        combined = combined_mutation if mutations else None
+        if is_job_target(workload):
+            if s.inject:
+                raise PerfsuiteError(
+                    f"--perfsuite-inject {', '.join(s.inject)} injects faults into perfsuite's "
+                    "reference workloads; a user's own Job runs its own code: drop the option"
+                )
+            spec = RunSpec(
+                workload,
+                s.scale,
+                Knobs(device=knobs.pop("device", self._state.device())),
+                n_steps,
+                n_warmup,
+                n_observe,
+                mutate=combined,
+                job_knobs=knobs,
+                watchdog=s.watchdog_config(),
+            )
+        else:
+            knobs.setdefault("device", self._state.device())
+            spec_knobs = settings_mod.fault_transform(s.inject)(Knobs.from_flat(**knobs))
+            spec = RunSpec(
+                workload,
+                s.scale,
+                spec_knobs,
+                n_steps,
+                n_warmup,
+                n_observe,
+                mutate=combined,
+                watchdog=s.watchdog_config(),
+            )  # mutate: faults in the step's code
+        try:
+            result = run(spec, probes)
+        except DeviceError as exc:
+            pytest.skip(f"perfsuite: {exc}")
+        except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
+            pytest.fail(f"perfsuite: {exc}", pytrace=False)
+        if s.inject:
+            import dataclasses
+
+            result = dataclasses.replace(result, notes=(*result.notes, f"injected fault: {', '.join(s.inject)}"))
+        first = not self._state.pending.get(self._node.nodeid)
+        self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
+        self._to_benchmark(result_id, result, first)
+        return result
+
+    def _result_id(self, label: str | None) -> str:
+        nodeid = self._node.nodeid
+        n = len(self._ids) + 1
+        result_id = f"{nodeid}#{label}" if label else (nodeid if n == 1 else f"{nodeid}#{n}")
+        if result_id in self._ids:
+            raise PerfsuiteError(f"perf_run(label={label!r}) twice in {nodeid}; give each run its own label")
+        self._ids.add(result_id)
+        return result_id
+
+    def _to_benchmark(self, result_id: str, result: Result, first: bool) -> None:
+        """Put the Result into pytest-benchmark: step times as its stats, metrics in extra_info.
+
+        pytest-benchmark has no public API for timings measured elsewhere
+        (ionelmc/pytest-benchmark#52), so this uses its fixture's
+        ``_make_stats``; tests/plugin checks the saved JSON so an upgrade that
+        changes it fails loudly there.
+        """
+        bench = self._benchmark
+        if bench is None:  # pytest-benchmark is not active
+            return
+        bench.group = bench.group or f"perfsuite:{result.workload}"
+        bench.extra_info.setdefault("perfsuite", {})[result_id] = benchmark_info(result)
+        if first and bench.enabled and not getattr(bench, "_mode", None):
+            bench._mode = "perfsuite.perf_run(...)"
+            stats = bench._make_stats(1)
+            for ms in result.samples.get("step_ms", []):
+                stats.update(ms / 1e3)
+
+
+def benchmark_info(result: Result) -> dict[str, Any]:
+    """The JSON-safe summary of a Result stored in pytest-benchmark's extra_info."""
+    return {
+        "workload": result.workload,
+        "scale": result.scale,
+        "steps": result.steps,
+        "batch_size": result.batch_size,
+        "fingerprint": result.fingerprint.key(),
+        "knobs": dict(result.knobs),
+        "metrics": {n: m.value for n, m in result.metrics.items() if m.available},
+        "unavailable": {n: m.reason for n, m in result.metrics.items() if not m.available},
+        "notes": list(result.notes),
+    }
+
+
+@pytest.fixture
+def perf_run(request: pytest.FixtureRequest) -> PerfRun:
+    """``perf_run(workload, **knobs) -> Result``: run a workload with every probe, under the session's options.
+
+    With pytest-benchmark active, Results also go into its ``benchmark`` fixture; without it
+    (not installed, or ``-p no:benchmark``) perfsuite runs and judges just the same.
+    """
+    benchmark = request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
+    return PerfRun(request.config.stash[STATE], request.node, benchmark)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """After the test body passes, judge its Results; a failing verdict fails the test, naming the cause."""
+    state = item.config.stash.get(STATE, None)
+    try:
+        outcome = yield
+    finally:
+        records = state.pending.pop(item.nodeid, []) if state else []
+    if state is None:
+        return outcome
+    bounds = marker_bounds(item)
+    if not records:
+        if bounds:
+            pytest.fail(
+                "perfsuite: @pytest.mark.perf on a test that never called perf_run: nothing was "
+                "measured, so its thresholds cannot pass; call perf_run(...) or drop the marker",
+                pytrace=False,
+            )
+        return outcome
+    judgement = state.session.judge(records, bounds, item.name, item.nodeid)
+    funcargs = getattr(item, "funcargs", {})
+    bench = getattr(funcargs.get("perf_run"), "_benchmark", None) or funcargs.get("benchmark")
+    if bench is not None:
+        bench.extra_info["perfsuite_verdicts"] = [v.to_dict() for v in judgement.verdicts]
+    if judgement.failures:
+        pytest.fail("perfsuite:\n  " + "\n  ".join(judgement.failures), pytrace=False)
+    if judgement.skip_reason:
+        # Reported at the test's location, not this hook's (as skip markers are).
+        raise pytest.skip.Exception(judgement.skip_reason, _use_item_location=True)
+    return outcome
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the committed exact values if asked, and the report files that were asked for."""
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    from perfsuite.plugin import xdist
+
+    if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
+        xdist.send_to_controller(session.config, state._session)
+        return
+    if not state.judged:
+        return
+    s, perf = state.settings, state.session
+    from perfsuite.core.tmpfiles import write_text_atomic
+    from perfsuite.report import render as report
+
+    for written in perf.finish():
+        state.reports.append(f"wrote exact baselines {written}")
+    for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
+        if path is not None:
+            write_text_atomic(path, render(perf.verdicts))
+            state.reports.append(f"wrote {path}")
+    if s.png is not None:
+        try:
+            s.png.parent.mkdir(parents=True, exist_ok=True)
+            report.write_png(perf.verdicts, s.png, perf.results)
+            state.reports.append(f"wrote {s.png}")
+        except ImportError:
+            state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: gather a finished worker's Results and verdicts (see perfsuite.plugin.xdist)."""
+    state = node.config.stash.get(STATE, None)
+    if state is None:
+        return
+    from perfsuite.plugin import xdist
+
+    part = xdist.worker_part(getattr(node, "workeroutput", None))
+    if part is not None and xdist.has_content(part):
+        xdist.merge_worker_part(state.session, part)
+    elif part is None and error:
+        state.session.problems.append(
+            f"xdist worker {node.gateway.id} went down before sending its perfsuite "
+            f"results ({error}); its tests are missing from the report"
+        )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
+    the few figures that matter per test, then the gate line.
+
+    Rows that need no attention (pass, unchanged) are counted, not listed, unless ``-v`` is given.
+    """
+    state = config.stash.get(STATE, None)
+    if state is None or not state.judged:
+        return
+    from perfsuite.judge.verdict import Outcome
+    from perfsuite.report import render as report
+
+    perf, tr = state.session, terminalreporter
+    width = config.get_terminal_writer().fullwidth
+    quiet = (Outcome.PASS, Outcome.UNCHANGED)
+    shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
+    tr.write_sep("=", "perfsuite")
+    if shown:
+        tr.write_line(report.format_terminal(report.ordered(shown), width=width))
+        tr.write_line("")
+    if perf.results:
+        tr.write_line(report.format_people(perf.results, perf.exact_counts, width=width))
+        tr.write_line("")
+    hidden = len(perf.verdicts) - len(shown)
+    tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
+    tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
+    if state.settings.compare:
+        sources = sorted({store.display for store in perf.exact.values() if store.loaded})
+        tr.write_line(
+            f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
+        )
+    for v in perf.verdicts:
+        if v.outcome is Outcome.UNAVAILABLE:
+            tr.write_line(f"unavailable: {v.test_id}: {v.message}")
+    for problem in perf.problems:
+        tr.write_line(problem, red=True)
+    if perf.saved:
+        tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
+    for line in state.reports:
+        tr.write_line(line)
+
+
+def _hypothesis_profiles(config: pytest.Config) -> None:
+    """Register perfsuite's ci/dev/nightly profiles and load the chosen one (perfsuite/augment/profiles.py)."""
+    try:
+        from perfsuite.augment import profiles as hp
+    except ImportError:  # pragma: no cover
+        return
+    hp.register()
+    try:
+        name = hp.choose(config.getoption("hypothesis_profile", None))
+        if name:
+            hp.load(name)
+    except PerfsuiteError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None

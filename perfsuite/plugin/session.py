@@ -1,0 +1,234 @@
+"""The plugin's library half: judge one test's Results against thresholds and stored baselines.
+
+plugin.py only translates between pytest and this module, so the rules live
+here, testable without pytest:
+
+* thresholds are the test's marker bounds, overridden by ``[tool.perfsuite]``
+  bounds for the run's machine class (see settings.machine_thresholds);
+* an unavailable metric is never a pass: its threshold is ``unavailable``
+  with the reason, and a test whose thresholds are all unavailable (and
+  which nothing else judged) is skipped with those reasons;
+* comparing: exact metrics are checked against the committed file for the
+  run's device type and torch version (:mod:`perfsuite.judge.exact`), on any
+  machine; timings against this machine's stored baseline. A missing timing
+  baseline is ``new``, a baseline from another fingerprint is refused unless
+  forced, a corrupt one is an error naming the file; saving overwrites only
+  because saving was asked for, and ``update_exact`` rewrites the committed
+  exact values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite.core.results import Result
+from perfsuite.errors import BaselineError, FingerprintMismatch
+from perfsuite.judge import causes
+from perfsuite.judge.baselines import BaselineStore
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.exact import ExactBaselines, check_exact, exact_values, key_for
+from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
+from perfsuite.judge.verdict import Outcome, Verdict
+from perfsuite.plugin.settings import Settings, machine_class, machine_thresholds
+
+# Baseline outcomes that count as having judged the test (new and unavailable do not).
+_DECISIVE = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One Result a test produced. ``check`` False exempts it from the thresholds (not from baselines)."""
+
+    result_id: str
+    result: Result
+    check: bool = True
+
+
+@dataclass
+class Judgement:
+    """What one test's results came to: verdicts, failure lines, unavailable thresholds."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+    thresholds: int = 0
+    decided: bool = False
+    saved: list[Path] = field(default_factory=list)
+
+    @property
+    def skip_reason(self) -> str | None:
+        """Set when the test had thresholds, none could be measured here, and nothing else judged it."""
+        if self.failures or self.decided or not self.thresholds or not self.unavailable:
+            return None
+        return "perfsuite: no threshold could be checked on this machine: " + "; ".join(self.unavailable)
+
+
+class PerfSession:
+    """Judges tests one by one and keeps every verdict for the session's summary and reports."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = BaselineStore(settings.baselines)
+        self.verdicts: list[Verdict] = []
+        self.results: dict[str, Result] = {}
+        self.problems: list[str] = []
+        self.saved: list[Path] = []
+        self.exact: dict[str, ExactBaselines] = {}
+        self.exact_counts: dict[str, tuple[int, int]] = {}  # result id -> (held, checked)
+        self.timing_new: list[str] = []
+        self.exact_failed = 0
+
+    def exact_store(self, result: Result) -> ExactBaselines:
+        key = key_for(result.fingerprint)
+        if key not in self.exact:
+            self.exact[key] = ExactBaselines.open(self.settings.baselines, key)
+        return self.exact[key]
+
+    def finish(self) -> list[Path]:
+        """Write the committed exact files that ``update_exact`` changed; their paths."""
+        return [store.save() for store in self.exact.values() if store.changed]
+
+    def bounds_for(self, result: Result, marker_bounds: Mapping[str, Any], test_name: str, nodeid: str) -> dict:
+        machine = machine_class(result.fingerprint.gpu_model)
+        return {**marker_bounds, **machine_thresholds(self.settings, machine, test_name, nodeid)}
+
+    def judge(
+        self, records: list[Recorded], marker_bounds: Mapping[str, Any], test_name: str, nodeid: str
+    ) -> Judgement:
+        out = Judgement()
+        try:
+            for rec in records:
+                self.results[rec.result_id] = rec.result
+                if rec.check:
+                    self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
+                if self.settings.compare:
+                    self._check_exact(rec, out)
+                    self._compare(rec, out)
+                if self.settings.update_exact:
+                    try:
+                        self.exact_store(rec.result).record(rec.result_id, exact_values(rec.result))
+                    except BaselineError as exc:
+                        self._problem(out, f"baseline error: {exc}")
+                if self.settings.save:
+                    path = self.store.save(
+                        rec.result, rec.result_id, overwrite=True, keep_runs=self.settings.baseline_runs
+                    )
+                    out.saved.append(path)
+                    self.saved.append(path)
+        finally:  # whatever goes wrong with one record, the verdicts reached so far stay in the report
+            self.verdicts += out.verdicts
+        return out
+
+    def _thresholds(self, rec: Recorded, bounds: Mapping[str, Any], out: Judgement) -> None:
+        out.thresholds += len(bounds)
+        for verdict in check_thresholds(rec.result, rec.result_id, parse_thresholds(bounds)):
+            if verdict.outcome is Outcome.UNAVAILABLE:
+                out.unavailable.append(verdict.message)
+            else:
+                out.decided = True
+            out.verdicts.append(self._explained(verdict, rec.result, out))
+
+    def _check_exact(self, rec: Recorded, out: Judgement) -> None:
+        """Exact metrics against the committed file for this device type and torch version."""
+        try:
+            store = self.exact_store(rec.result)
+        except BaselineError as exc:
+            self._problem(out, f"baseline error: {exc}")
+            return
+        if not store.loaded and not self.settings.update_exact:
+            out.verdicts.append(
+                Verdict(
+                    rec.result_id,
+                    "exact",
+                    None,
+                    None,
+                    None,
+                    Outcome.NEW,
+                    f"no committed exact baselines at {store.path}; record them with "
+                    "`nox -s perf -- --perfsuite-update-exact`",
+                )
+            )
+            return
+        if self.settings.update_exact:
+            return  # being rewritten from this run: nothing to hold it against
+        verdicts = check_exact(
+            store.expected(rec.result_id),
+            rec.result,
+            rec.result_id,
+            store.display,
+        )
+        checked = [v for v in verdicts if v.outcome is not Outcome.NEW]
+        held = sum(v.outcome is Outcome.UNCHANGED for v in checked)
+        self.exact_counts[rec.result_id] = (held, len(checked))
+        self.exact_failed += sum(v.failed for v in checked)
+        for verdict in verdicts:
+            out.decided |= verdict.outcome in _DECISIVE
+            out.verdicts.append(self._explained(verdict, rec.result, out))
+
+    def _compare(self, rec: Recorded, out: Judgement) -> None:
+        head, rid, s = rec.result, rec.result_id, self.settings
+        try:
+            base = self.store.load(head.fingerprint, rid)
+            if base is None:
+                base = self.store.load_any(rid)
+                if base is None:
+                    self.timing_new.append(rid)
+                    out.verdicts.append(
+                        Verdict(
+                            rid,
+                            "timing",
+                            None,
+                            None,
+                            None,
+                            Outcome.NEW,
+                            f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}",
+                        )
+                    )
+                    return
+                if not s.force:
+                    raise FingerprintMismatch(
+                        f"{rid}: its baseline {self.store.path_for(base.fingerprint, rid)} was recorded on "
+                        f"{base.fingerprint.key()!r} but this run is {head.fingerprint.key()!r}; timings from "
+                        "different machines do not compare. Record a baseline here with --perfsuite-save "
+                        "(nox -s baseline), or pass --perfsuite-force to compare anyway"
+                    )
+            committed = self.exact_store(head).loaded
+            runs = (
+                self.store.load_runs(head.fingerprint, rid) if base.fingerprint.key() == head.fingerprint.key() else []
+            )
+            verdicts = compare_results(
+                base,
+                head,
+                rid,
+                factor=s.factor,
+                alpha=s.alpha,
+                force=s.force,
+                only=(lambda spec: not spec.exact) if committed else None,
+                base_runs=runs,
+            )
+        except FingerprintMismatch as exc:
+            self._problem(out, f"comparison refused: {exc}")
+            return
+        except BaselineError as exc:
+            replaced = " (--perfsuite-save replaces it with this run's result)" if s.save else ""
+            self._problem(out, f"baseline error: {exc}{replaced}")
+            return
+        for verdict in verdicts:
+            if verdict.outcome is Outcome.UNAVAILABLE and not base.metric(verdict.metric).available:
+                continue  # unmeasurable on both sides (gpu_util on a CPU): nothing was compared, nothing lost
+            out.decided |= verdict.outcome in _DECISIVE
+            out.verdicts.append(self._explained(verdict, head, out))
+
+    def _explained(self, verdict: Verdict, result: Result, out: Judgement) -> Verdict:
+        if not verdict.failed:
+            return verdict
+        cause = causes.explain(verdict, result)
+        out.failures.append(f"{verdict.test_id}: {causes.failure_line(verdict, cause)}")
+        return verdict.with_cause(str(cause) if cause else None)
+
+    def _problem(self, out: Judgement, message: str) -> None:
+        out.failures.append(message)
+        self.problems.append(message)

@@ -1,0 +1,1 @@
+"""Verdicts and Results rendered for people: terminal, markdown, JSON, PNG; ``perfsuite compare``."""

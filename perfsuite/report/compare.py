@@ -1,0 +1,141 @@
+"""``perfsuite compare BASE HEAD``: verdicts for two stored runs, without pytest or torch.
+
+BASE and HEAD are each a JSON file (a baseline file, or a bare Result as
+``Result.to_json`` writes it) or a directory of them, searched recursively
+and matched by test id. A bare Result file's test id is its file stem.
+Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from perfsuite.core.results import Result, read_json_file
+from perfsuite.errors import PerfsuiteError, ResultError
+from perfsuite.judge.baselines import parse_baseline
+from perfsuite.judge.engine import compare_results
+from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict
+
+
+def load_file(path: Path) -> tuple[str, Result]:
+    """(test id, Result) from a baseline file or a bare Result file."""
+    data = read_json_file(path, "file")
+    if isinstance(data, dict) and "result" in data and "test_id" in data:
+        return parse_baseline(data, path)
+    try:
+        return Path(path).stem, Result.from_dict(data)
+    except ResultError as exc:
+        raise ResultError(f"{path}: {exc}; pass a Result (Result.to_json) or baseline JSON file") from exc
+
+
+def load_side(path: Path) -> dict[str, Result]:
+    """Test id -> Result for one side of the comparison (a file or a directory tree)."""
+    path = Path(path)
+    if path.is_file():
+        test_id, result = load_file(path)
+        return {test_id: result}
+    if not path.is_dir():
+        raise PerfsuiteError(f"{path} does not exist; pass a Result JSON file or a baselines directory")
+    found: dict[str, tuple[Path, Result]] = {}
+    for file in sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")):
+        test_id, result = load_file(file)
+        if test_id in found:
+            raise PerfsuiteError(
+                f"{path} holds {test_id!r} twice ({found[test_id][0]} and {file}), probably under two "
+                f"fingerprints; point at one fingerprint directory instead, e.g. {file.parent}"
+            )
+        found[test_id] = (file, result)
+    if not found:
+        raise PerfsuiteError(f"{path} holds no .json result files; pass a baselines directory or a Result file")
+    return {test_id: result for test_id, (_, result) in found.items()}
+
+
+def compare_sides(
+    base: dict[str, Result], head: dict[str, Result], factor: float, alpha: float, force: bool
+) -> list[Verdict]:
+    """Verdicts for every test id on either side; one on a single side is new / unavailable."""
+    verdicts: list[Verdict] = []
+    for test_id in sorted(set(base) | set(head)):
+        if test_id not in base:
+            verdicts.append(Verdict(test_id, "*", None, None, None, Outcome.NEW, "no baseline for this test"))
+        elif test_id not in head:
+            verdicts.append(
+                Verdict(
+                    test_id,
+                    "*",
+                    None,
+                    None,
+                    None,
+                    Outcome.UNAVAILABLE,
+                    "in the baseline but not in head: was the test removed or skipped?",
+                )
+            )
+        else:
+            verdicts += compare_results(base[test_id], head[test_id], test_id, factor=factor, alpha=alpha, force=force)
+    return verdicts
+
+
+def compare_paths(
+    base: Path, head: Path, factor: float = DEFAULT_FACTOR, alpha: float = DEFAULT_ALPHA, force: bool = False
+) -> list[Verdict]:
+    """Verdicts of HEAD against BASE; each a Result/baseline JSON file or a directory of them."""
+    return _compare(Path(base), Path(head), factor, alpha, force)[0]
+
+
+def _compare(base: Path, head: Path, factor: float, alpha: float, force: bool) -> tuple[list[Verdict], dict]:
+    if base.exists() and head.exists() and base.is_dir() != head.is_dir():
+        raise PerfsuiteError(f"compare a file with a file or a directory with a directory; got {base} and {head}")
+    bases, heads = load_side(base), load_side(head)
+    if head.is_file():  # two files: the user paired them, whatever their test ids
+        (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
+        return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads
+    return compare_sides(bases, heads, factor, alpha, force), heads
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``perfsuite compare`` options, for the CLI's subparser."""
+    parser.add_argument("base", type=Path, help="baseline: a Result/baseline JSON file or a directory of them")
+    parser.add_argument("head", type=Path, help="the run to judge: same kind as BASE")
+    parser.add_argument("--json", action="store_true", help="print verdicts as JSON instead of markdown")
+    parser.add_argument("--png", type=Path, metavar="FILE", help="also write a chart of the ratios to FILE")
+    parser.add_argument(
+        "--factor",
+        type=float,
+        default=DEFAULT_FACTOR,
+        help=f"timing change needed before a verdict moves (default {DEFAULT_FACTOR})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"significance level of the timing tests (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
+    )
+
+
+def run_compare(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the compare command; 0 clean, 1 something regressed or failed, 2 bad input."""
+    from perfsuite.report import render as report
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        verdicts, heads = _compare(args.base, args.head, args.factor, args.alpha, args.force)
+        if args.png:
+            report.write_png(verdicts, args.png, heads)
+    except (PerfsuiteError, OSError) as exc:
+        print(f"perfsuite compare: error: {exc}", file=err)
+        return 2
+    print(report.to_json(verdicts) if args.json else report.format_markdown(verdicts), file=out)
+    return 1 if any(v.failed for v in verdicts) else 0
+
+
+def main_compare(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="perfsuite compare", description=__doc__.splitlines()[0])
+    add_compare_arguments(parser)
+    return run_compare(parser.parse_args(argv))

@@ -1,0 +1,233 @@
+"""Verdicts rendered for people: terminal table, markdown for PR comments, JSON, PNG chart.
+
+Formatting only; the judgements are made in verdicts.py. matplotlib is
+imported inside :func:`write_png`, so the other formats stay cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from perfsuite.core.results import Result
+from perfsuite.judge.verdict import Outcome, Verdict, format_value
+
+COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
+# Markdown order: what needs a look first.
+_RANK = {
+    Outcome.FAIL: 0,
+    Outcome.REGRESSED: 0,
+    Outcome.CHANGED: 0,
+    Outcome.INCONCLUSIVE: 1,
+    Outcome.UNAVAILABLE: 2,
+    Outcome.NEW: 3,
+    Outcome.IMPROVED: 4,
+    Outcome.UNCHANGED: 5,
+    Outcome.PASS: 6,
+}
+# Summary line order.
+_SUMMARY_ORDER = (
+    Outcome.FAIL,
+    Outcome.REGRESSED,
+    Outcome.CHANGED,
+    Outcome.INCONCLUSIVE,
+    Outcome.UNAVAILABLE,
+    Outcome.NEW,
+    Outcome.IMPROVED,
+    Outcome.UNCHANGED,
+    Outcome.PASS,
+)
+COLOURS = {
+    Outcome.FAIL: "#d62728",
+    Outcome.REGRESSED: "#d62728",
+    Outcome.CHANGED: "#9467bd",
+    Outcome.IMPROVED: "#2ca02c",
+    Outcome.UNCHANGED: "#7f7f7f",
+    Outcome.PASS: "#7f7f7f",
+    Outcome.INCONCLUSIVE: "#ff7f0e",
+    Outcome.UNAVAILABLE: "#bcbd22",
+    Outcome.NEW: "#1f77b4",
+}
+
+
+def summary_line(verdicts: Sequence[Verdict]) -> str:
+    """``2 regressed, 1 improved, 14 unchanged`` (outcomes that occur, most urgent first)."""
+    counts = Counter(v.outcome for v in verdicts)
+    parts = [f"{counts[o]} {o.value}" for o in _SUMMARY_ORDER if counts[o]]
+    return ", ".join(parts) if parts else "no verdicts"
+
+
+def ordered(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Regressions and failures first, then inconclusive, then the rest; stable within a group."""
+    return sorted(verdicts, key=lambda v: _RANK[v.outcome])
+
+
+def _ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None else f"x{ratio:.3f}"
+
+
+def _row(v: Verdict) -> tuple[str, ...]:
+    return (v.test_id, v.metric, format_value(v.base), format_value(v.head), _ratio_text(v.ratio), v.outcome.value)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else "..." + text[-(width - 3) :]
+
+
+def format_terminal(verdicts: Sequence[Verdict], width: int = 120) -> str:
+    """A fixed-width table for the pytest session summary; long test ids keep their tail."""
+    rows = [_row(v) for v in verdicts]
+    widths = [max([len(COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(COLUMNS))]
+    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(COLUMNS) - 1)))
+    numeric = (False, False, True, True, True, False)
+
+    def line(cells: Sequence[str]) -> str:
+        cells = [_cut(cells[0], widths[0]), *cells[1:]]
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    return "\n".join([line(COLUMNS), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(verdicts: Sequence[Verdict]) -> str:
+    """Summary line, then a table for a PR comment; failing rows carry their message and cause."""
+    lines = [f"**perfsuite:** {summary_line(verdicts)}", ""]
+    lines.append("| " + " | ".join(COLUMNS) + " |")
+    lines.append("|" + "|".join(["---", "---", "---:", "---:", "---:", "---"]) + "|")
+    for v in ordered(verdicts):
+        cells = list(_row(v))
+        cells[0] = f"`{cells[0]}`"
+        if v.failed or v.outcome in (Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE):
+            note = v.message + (f" — {v.cause}" if v.cause else "")
+            cells[5] = f"**{cells[5]}** <br>{note}" if v.failed else f"{cells[5]} <br>{note}"
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(verdicts: Sequence[Verdict], indent: int | None = 2) -> str:
+    """A JSON list of verdict dicts (see Verdict.to_dict)."""
+    return json.dumps([v.to_dict() for v in verdicts], indent=indent)
+
+
+def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[str, Result] | None = None) -> Path:
+    """Bar chart of head/base ratios coloured by verdict; an NVML timeline panel when a result has one.
+
+    ``results`` maps test id to the head Result; those with ``timeline`` data
+    (``t_s`` plus series such as ``gpu_util``, ``power_w``) get plotted.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    bars = [v for v in verdicts if v.ratio is not None]
+    timelines = {tid: r.timeline for tid, r in (results or {}).items() if r.timeline.get("t_s")}
+    panels = 1 + bool(timelines)
+    fig = Figure(figsize=(9, 1.5 + 0.35 * max(len(bars), 2) + 3 * (panels - 1)))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
+    ax = axes[0]
+    labels = [f"{v.test_id} · {v.metric}" for v in bars]
+    ax.barh(range(len(bars)), [v.ratio for v in bars], color=[COLOURS[v.outcome] for v in bars])
+    ax.set_yticks(range(len(bars)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("head / base")
+    ax.set_title(f"perfsuite: {summary_line(verdicts)}", fontsize=9)
+    seen = list(dict.fromkeys(v.outcome for v in bars))
+    if seen:
+        ax.legend(handles=[Patch(color=COLOURS[o], label=o.value) for o in seen], fontsize=7, loc="lower right")
+    if timelines:
+        tax = axes[1]
+        for tid, series in timelines.items():
+            for name, values in series.items():
+                if name != "t_s" and len(values) == len(series["t_s"]):
+                    tax.plot(series["t_s"], values, label=f"{tid} · {name}", linewidth=1)
+        tax.set_xlabel("t (s)")
+        tax.set_title("NVML timeline", fontsize=9)
+        tax.legend(fontsize=7)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=100)
+    return out
+
+
+# --------------------------------------------------------------------------- the summary for people
+
+PEOPLE_COLUMNS = (
+    "test",
+    "samples/s",
+    "input eff",
+    "data-wait",
+    "syncs/step",
+    "AMP low-p",
+    "graphs",
+    "H2D MB/step",
+    "exact held",
+)
+
+
+def _figure(result: Result, name: str, fmt: str) -> str:
+    metric = result.metric(name)
+    return "-" if not metric.available else format(metric.value, fmt)
+
+
+def _input_eff(result: Result) -> str:
+    """``0.82 moderate``: input efficiency with the first word of its data-wait band."""
+    metric = result.metric("input_efficiency")
+    if not metric.available:
+        return "-"
+    band = str(metric.detail.get("band", "")).split(" ")[0].replace("not", "ok")
+    return f"{metric.value:.2f} {band}".rstrip()
+
+
+def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
+    """One row per Result: the few figures that matter, '-' where a figure was not measured."""
+    rows: list[tuple[str, ...]] = []
+    for rid, r in results.items():
+        graphs = r.metric("graph_breaks")
+        h2d = r.metric("h2d_bytes_per_step")
+        held = exact_counts.get(rid)
+        rows.append(
+            (
+                rid,
+                _figure(r, "samples_per_s", ".1f"),
+                _input_eff(r),
+                _figure(r, "data_wait_frac", ".3f"),
+                _figure(r, "syncs_per_step", "g"),
+                _figure(r, "amp_lowp_frac", ".2f"),
+                str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
+                f"{float(h2d.value) / 1e6:.3f}" if h2d.available else "-",  # type: ignore[arg-type]
+                f"{held[0]}/{held[1]}" if held else "-",
+            )
+        )
+    return rows
+
+
+def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]], width: int = 120) -> str:
+    """The per-test figures table shown at the end of every session, passing or not."""
+    rows = people_rows(results, exact_counts)
+    widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
+    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(PEOPLE_COLUMNS) - 1)))
+
+    def line(cells: Sequence[str]) -> str:
+        first = _cut(cells[0], widths[0]).ljust(widths[0])
+        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
+
+    return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
+
+
+def gate_line(
+    exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int, sources: Sequence[str]
+) -> str:
+    """``N exact checks held against committed baselines; M timing results new on this machine``."""
+    held = sum(h for h, _ in exact_counts.values())
+    where = f" ({', '.join(sources)})" if sources else ""
+    text = f"{held} exact checks held against committed baselines{where}"
+    if exact_failed:
+        text += f", {exact_failed} did not"
+    return f"{text}; {timing_new} timing results new on this machine"
