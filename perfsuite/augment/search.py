@@ -51,7 +51,7 @@ def search_settings(user: Any = None) -> Any:
     """The settings the search runs under (see the module docstring)."""
     from hypothesis import HealthCheck, settings
 
-    from perfsuite import hypothesis_profiles
+    from perfsuite.augment import profiles as hypothesis_profiles
 
     outside = not _inside_pytest()
     base = user
