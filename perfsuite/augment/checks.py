@@ -45,14 +45,17 @@ from typing import Any
 import numpy as np
 
 from perfsuite.augment.adapters import LAYOUTS, NumpyPerSample, TorchBatched, make_adapter
+from perfsuite.augment.flips import assert_label_map
 from perfsuite.augment.hints import clamp_end, erased, interior_box, invented_label, padded_with
-from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast, mirrored
+from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast
 from perfsuite.augment.outputs import Output, seeded, stack_outputs
 from perfsuite.augment.painting import (
+    EXACT_TOL,
     LOOSE_TOL,
     OUTSIDE,
     PALETTE,
     STRICT_TOL,
+    copied,
     decode,
     encode,
     palette_for,
@@ -107,7 +110,6 @@ def _violation(prop: str, message: str, *, sample: int | None = None, cause: str
     return err
 
 
-EXACT_TOL = 1.0  # an exact copy of a painted image: every pixel within uint8 rounding of a palette colour or black
 GEOMETRY = "image and mask were not moved by the same geometry (draw parameters once, apply to both)"
 
 
@@ -355,24 +357,16 @@ def _misaligned_cause(
     return "geometry", GEOMETRY
 
 
-def _copied(img: np.ndarray, colours_in: int) -> bool:
-    """No more distinct colours than went in, each filling some 3x3 block: no pixel is a blend of two."""
-    _, ids = np.unique(img.reshape(-1, img.shape[-1]).round(), axis=0, return_inverse=True)
-    ids = ids.reshape(img.shape[:2])
-    n = int(ids.max()) + 1
-    return n <= colours_in and len(np.unique(ids[uniform(ids, 1)])) == n
-
-
 def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int, colours_in: int) -> None:
     """Each label's pixels show one colour (jitter is a per-image function of colour).
 
     An image with no more distinct colours than the input had (``colours_in``,
     the fill included), each of them filling some 3x3 block, was copied, not
-    resampled, blurred or noised (:func:`_copied`): every pixel is compared,
+    resampled, blurred or noised (:func:`~perfsuite.augment.painting.copied`): every pixel is compared,
     and must match its label's colour exactly.
     """
     tol = LOOSE_TOL
-    if _copied(img, colours_in):
+    if copied(img, colours_in):
         margin, tol = 0, 2 * EXACT_TOL
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     for label in np.unique(mask[keep]).tolist():
@@ -408,72 +402,6 @@ def assert_paired(masks_in: np.ndarray, images_out: np.ndarray, palette: dict[in
                 "without their masks",
                 sample=i,
             )
-
-
-# -- declared label maps (left/right swaps under flips) -------------------------------------
-
-FLIP_DECODE_TOL = 63.0  # half the palette spacing: nearest-colour decoding is unambiguous within it
-
-
-def assert_label_map(
-    masks_in: np.ndarray,
-    images_out: np.ndarray,
-    masks_out: np.ndarray,
-    palette: dict[int, np.ndarray],
-    space: LabelSpace,
-    margin: int = 1,
-) -> np.ndarray:
-    """Mirrored samples swap the declared labels, others do not; return the masks with the swap undone.
-
-    Whether a sample was mirrored is read off its IMAGE (:func:`~perfsuite.augment.labels.mirrored`);
-    the image is painted from the input mask and never swapped, so at a paired
-    label the image says which side the pixel came from. Where the geometry
-    cannot be told (fewer than three labels, or crops that bias centroids),
-    the sample is judged by whichever of "swapped" or "not swapped" its pixels
-    follow, so a correct swap is never refused; Hypothesis finds the
-    samples where it can be told.
-    """
-    mapping = dict(space.flip_map)
-    domain = list(mapping)
-    shown, dist = decode(images_out, palette)
-    out = masks_out.copy()
-    for i in range(len(masks_out)):
-        seen = np.where(dist[i] <= FLIP_DECODE_TOL, shown[i], OUTSIDE)
-        labels = [v for v in np.unique(masks_in[i]).tolist() if v not in space.extra]
-        mir = mirrored(masks_in[i], seen, labels)
-        keep = uniform(masks_out[i], margin) & np.isin(seen, domain)
-        expected_swap = np.vectorize(mapping.get, otypes=[np.int64])(np.where(keep, seen, domain[0] if domain else 0))
-        swapped = keep & (masks_out[i] == expected_swap)
-        kept = keep & (masks_out[i] == seen)
-        if mir is None:
-            mir = swapped.sum() > kept.sum()
-        elif mir and kept.any():
-            y, x = (int(v[0]) for v in np.nonzero(kept))
-            err = PropertyViolation(
-                "label swap",
-                f"the geometry mirrored this sample (read from the image) but the mask kept label {seen[y, x]} where "
-                f"the declared flip map swaps {seen[y, x]} -> {mapping[int(seen[y, x])]}, at {_first(kept)}: the "
-                "flip forgot the label swap. Swap paired labels whenever the geometry mirrors (a lookup table on the "
-                "flipped samples' masks, after the flip)",
-                sample=i,
-            )
-            err.cause = "missing swap"
-            raise err
-        elif not mir and swapped.any():
-            y, x = (int(v[0]) for v in np.nonzero(swapped))
-            err = PropertyViolation(
-                "label swap",
-                f"the geometry did not mirror this sample (read from the image) but the mask shows label "
-                f"{masks_out[i][y, x]} where the image shows {seen[y, x]}, at {_first(swapped)}: labels were "
-                "swapped without a flip (the swap ran on samples the flip skipped, or the flip decision was drawn "
-                "twice). Swap exactly the samples the geometry mirrored",
-                sample=i,
-            )
-            err.cause = "swap without flip"
-            raise err
-        if mir:
-            out[i] = space.apply_map(masks_out[i], inverse=True)
-    return out
 
 
 # -- one example, and the Hypothesis search ---------------------------------------------------
@@ -532,8 +460,18 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         assert_masks_unchanged(masks, out.masks)
     margin = zoomed_margin(d.margin, masks.shape, out.masks.shape)
     masks_out = out.masks
+    aligned: dict[str, Any] = {
+        "ignore_index": d.ignore_index,
+        "fill": d.fill,
+        "photometric": d.photometric,
+        "margin": margin,
+        "masks_in": None if d.mixes_samples else masks,
+        "num_classes": d.num_classes,
+    }
     if d.flip_map:
-        masks_out = assert_label_map(masks, out.images, masks_out, palette, d.space, margin)
+        if d.photometric:  # one colour per region, whatever label it carries: the pair identities rest on it
+            assert_aligned(out.images, masks_out, palette, **aligned)
+        masks_out = assert_label_map(masks, out.images, masks_out, palette, d.space, margin, d.photometric)
     shown, _ = decode(out.images, palette)
     assert_valid_labels(
         masks,
@@ -544,17 +482,8 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         mixes_samples=d.mixes_samples,
         shown_out=shown,
     )
-    assert_aligned(
-        out.images,
-        masks_out,
-        palette,
-        ignore_index=d.ignore_index,
-        fill=d.fill,
-        photometric=d.photometric,
-        margin=margin,
-        masks_in=None if d.mixes_samples else masks,
-        num_classes=d.num_classes,
-    )
+    if not (d.flip_map and d.photometric):
+        assert_aligned(out.images, masks_out, palette, **aligned)
     if not d.photometric and not d.mixes_samples:
         assert_paired(masks, out.images, palette)
     if d.subpixel and not d.photometric:
@@ -614,6 +543,7 @@ def check_paired_augmentation(
     output_size: tuple[int, int] | str | None = None,
     keys: tuple[str, str] | None = None,
     adapter: Callable[..., Output] | None = None,
+    search_seed: int | None = None,
     **strategy_kwargs: Any,
 ) -> None:
     """Search for a batch on which ``fn`` breaks a property; raise :class:`PropertyViolation` if found.
@@ -646,6 +576,8 @@ def check_paired_augmentation(
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
             masks upscaled 50x). Implies ``same_size=False``.
+        search_seed: run the search from this seed (derandomization off): runs that differ, each
+            reproducible; default: the settings decide (``ci`` is derandomized: one fixed run).
         settings: a ``hypothesis.settings``; default: the active profile, or outside pytest ``ci`` under
             ``CI`` (:mod:`perfsuite.augment.search`). Yours is merged with perfsuite's health-check
             suppressions; nothing is written into the working directory outside pytest.
@@ -655,6 +587,7 @@ def check_paired_augmentation(
     falsifying batch is on the exception as ``.example`` (and ``.seed``), the
     classified cause as ``.cause``.
     """
+    import hypothesis
     from hypothesis import given
     from hypothesis import settings as hsettings
     from hypothesis.errors import Flaky
@@ -686,6 +619,7 @@ def check_paired_augmentation(
         "labels_per_sample",
         "prefer_labels",
         "blobs",
+        "pairs",
     }
     if unknown:
         raise PropertyArgumentError(
@@ -725,11 +659,14 @@ def check_paired_augmentation(
         subpixel_tol,
     )
     strategy_kwargs.setdefault("prefer_labels", tuple(k for k, _ in space.flip_map))
+    strategy_kwargs.setdefault("pairs", tuple((a, b) for a, b in space.flip_map if a < b))
     if subpixel:  # centroids need large compact regions inside the frame; the default masks seldom have four
         strategy_kwargs.setdefault("blobs", True)
     batches = mask_batches(distinct_samples=True, output_size=size, space=space, **strategy_kwargs)
 
     base = search_settings(settings)
+    if search_seed is not None:
+        base = hsettings(base, derandomize=False)
 
     # One failure, shrunk, is what a user can read; several distinct ones arrive as an ExceptionGroup.
     @hsettings(base, report_multiple_bugs=False)
@@ -741,6 +678,8 @@ def check_paired_augmentation(
             e.example, e.seed = batch, seed
             raise
 
+    if search_seed is not None:
+        search = hypothesis.seed(search_seed)(search)
     try:
         search()
     except Flaky as exc:

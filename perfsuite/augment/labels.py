@@ -11,8 +11,8 @@ declare, validated once, with errors that name those parameters.
   face parsing's ``flip_pairs=[(4, 5), (6, 7), (8, 9)]`` (eyes, brows, ears).
   "Mirrored" is any reflection: a horizontal flip, or a vertical flip (which is
   a horizontal flip turned 180 degrees), since both swap the subject's left and
-  right. Whether a sample was mirrored is read off the image (see
-  :func:`mirrored`), never from the mask, so a swap without a flip is caught.
+  right. Whether a sample was mirrored is read off the image, never from the
+  mask, so a swap without a flip is caught (:mod:`perfsuite.augment.flips`).
 
 :func:`lossy_casts` lists what integer labels become through the casts that
 lose them (bfloat16 keeps integers exactly only up to 256, float16 up to 2048,
@@ -233,37 +233,3 @@ def explain_by_cast(label: int, sources: Iterable[int]) -> tuple[str, int] | Non
         if len(hit):
             return cast, int(src[hit[0]])
     return None
-
-
-# -- was a sample mirrored? -------------------------------------------------------------------
-
-MIN_REGION = 4  # pixels a label needs, in and out, for its centroid to count
-
-
-def mirrored(mask_in: np.ndarray, shown_out: np.ndarray, labels: Iterable[int]) -> bool | None:
-    """Did the geometry that made ``shown_out`` from ``mask_in`` reflect it? ``None`` if it cannot be told.
-
-    ``shown_out`` is the label each output pixel's IMAGE colour decodes to
-    (never the output mask: a label swap must not fool it). Each label's
-    centroid in and out gives a point correspondence; an affine fit to three
-    or more of them has a negative determinant exactly when the geometry
-    mirrors. Fewer than three labels, centroids in a line, or a fit that is
-    not close to a similarity (crop bias) give None.
-    """
-    src, dst = [], []
-    for label in labels:
-        a, b = mask_in == label, shown_out == label
-        if a.sum() >= MIN_REGION and b.sum() >= MIN_REGION:
-            src.append(np.argwhere(a).mean(0)[::-1])  # (x, y)
-            dst.append(np.argwhere(b).mean(0)[::-1])
-    if len(src) < 3:
-        return None
-    src_c = np.array(src) - np.mean(src, 0)
-    dst_c = np.array(dst) - np.mean(dst, 0)
-    if np.linalg.svd(src_c, compute_uv=False)[-1] < 1.5:  # collinear centroids: no handedness
-        return None
-    a, *_ = np.linalg.lstsq(src_c, dst_c, rcond=None)
-    s = np.linalg.svd(a, compute_uv=False)
-    if s[-1] < 1e-6 or s[0] / s[-1] > 2.0:  # far from a rotation-scale-flip: crops moved the centroids
-        return None
-    return bool(np.linalg.det(a) < 0)

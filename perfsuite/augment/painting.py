@@ -14,6 +14,7 @@ from perfsuite.errors import AugmentationError
 
 OUTSIDE = -(2**62)  # decoded label of the image fill colour (black); no mask dtype perfsuite draws holds it
 STRICT_TOL = 13.0  # 0.05 of the 0..255 range: uint8 rounding passes, a 20% MixUp blend does not
+EXACT_TOL = 1.0  # an exact copy of a painted image: every pixel within uint8 rounding of a palette colour or black
 LOOSE_TOL = 51.0  # 0.2 of the range: ~6 sigma of recipe noise, far below palette spacing (>= 127)
 
 # Palette: the 3-level RGB grid without black (black is the image fill), corners first.
@@ -66,3 +67,16 @@ def uniform(mask: np.ndarray, margin: int) -> np.ndarray:
         for dx in range(2 * margin + 1):
             out &= padded[dy : dy + h, dx : dx + w] == mask
     return out
+
+
+def copied(img: np.ndarray, colours_in: int) -> bool:
+    """Was ``img`` copied (cropped, flipped, padded; colours changed per colour at most), not resampled or blurred?
+
+    No more distinct colours than went in (``colours_in``, the fill included),
+    each filling some 3x3 block: no pixel is a blend of two. It holds under
+    colour jitter too, which maps each colour to one other.
+    """
+    _, ids = np.unique(img.reshape(-1, img.shape[-1]).round(), axis=0, return_inverse=True)
+    ids = ids.reshape(img.shape[:2])
+    n = int(ids.max()) + 1
+    return n <= colours_in and len(np.unique(ids[uniform(ids, 1)])) == n
