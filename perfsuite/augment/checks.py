@@ -490,7 +490,13 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         from perfsuite.augment.alignment import assert_subpixel_aligned
 
         assert_subpixel_aligned(
-            out.images, masks_out, palette, skip=d.space.extra, tol=d.subpixel_tol, mixes_samples=d.mixes_samples
+            out.images,
+            masks_out,
+            palette,
+            masks_in=masks,
+            skip=d.space.extra,
+            tol=d.subpixel_tol,
+            mixes_samples=d.mixes_samples,
         )
 
 
