@@ -1,7 +1,7 @@
 """``perfsuite ab BASE HEAD [pytest args]``: two revisions, interleaved in one session, on one machine.
 
 Comparing one stored run with one fresh run cannot separate a 10% slowdown
-from a shared machine's drift (README, "Baselines and verdicts"). This
+from a shared machine's drift (docs/baselines.md). This
 command compares within one session instead:
 
 1. Both revisions are checked out with ``git worktree add --detach`` into a
@@ -33,13 +33,9 @@ environment that cannot be built, no perf test selected).
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -49,10 +45,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from perfsuite.ab.envs import ENV_MODES
 from perfsuite.ab.envs import prepare as prepare_envs
 from perfsuite.core.results import Result
-from perfsuite.core.tmpfiles import write_text_atomic
 from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.adaptive import DEFAULT_RULE, ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide
 
@@ -192,7 +186,7 @@ def run_side(
 
 
 # The per-run statistic of step times the paired verdict is on. Contention only ever adds time to a step, so a
-# run's fastest steps are its least disturbed. Measured on the power table's pools (README; chosen on those same
+# run's fastest steps are its least disturbed. Measured on the power table's pools (docs/ab.md; chosen on those same
 # pools, so in-sample): per-pair spread of log ratios, quiet / one busy process: median 0.115 / 0.307, p10
 # 0.099 / 0.176, min 0.126 / 0.206; real +10% detected (<= 15 rounds) under one busy process: median 13%,
 # p10 91.5%, min 98.5%, A/A false alarms 0.5%, 2.0%, 0.5%. Quiet, all three: 0% and 100%.
@@ -571,95 +565,3 @@ def _tail_medians(t: TestReport, metric: str, s: ABSession) -> tuple[float | Non
     b = _median([p[0].extras[metric] - shift for p in track.pairs if metric in p[0].extras])
     h = _median([p[1].extras[metric] - shift for p in track.pairs if metric in p[1].extras])
     return b, h
-
-
-# --------------------------------------------------------------------------- the command
-
-
-def add_ab_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", help="the base revision (a commit, branch or tag; for a PR: its merge base)")
-    p.add_argument("head", help="the revision to judge")
-    p.add_argument(
-        "pytest_args",
-        nargs=argparse.REMAINDER,
-        help="arguments for pytest in each worktree: the perf tests and their options, e.g. "
-        "tests/perf -k face_parsing --perfsuite-steps 30 (perfsuite ab's own options go before BASE)",
-    )
-    p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: the current directory)")
-    p.add_argument(
-        "--budget",
-        type=float,
-        default=DEFAULT_BUDGET_S,
-        metavar="SECONDS",
-        help=f"time budget: no round starts that would end past it (default {DEFAULT_BUDGET_S:.0f})",
-    )
-    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="at most this many rounds of 4 runs")
-    p.add_argument("--min-rounds", type=int, default=3, help="at least this many rounds (default 3)")
-    p.add_argument("--factor", type=float, default=ABRule.factor, help="a regression must exceed this ratio")
-    p.add_argument("--margin", type=float, default=ABRule.margin, help="same: the interval lies within ±margin")
-    p.add_argument("--alpha", type=float, default=ABRule.alpha, help="one-sided significance per look")
-    p.add_argument("--seed", type=int, default=0, help="seeds the ABBA/BAAB order")
-    p.add_argument(
-        "--statistic",
-        choices=list(RUN_STATISTICS),
-        default=DEFAULT_STATISTIC,
-        help=f"each run's step time the pairs compare (default {DEFAULT_STATISTIC}: its least disturbed step; "
-        "README, the power table)",
-    )
-    p.add_argument(
-        "--env",
-        choices=ENV_MODES,
-        default="auto",
-        help="auto (default): the current environment when both sides declare the same dependencies, else a "
-        "venv over it per changed side with only the changed requirements installed; current: both sides here "
-        "whatever they declare; venv: always a venv per side",
-    )
-    p.add_argument("--same-env", action="store_true", help="the same as --env current")
-    p.add_argument("--report-md", type=Path, metavar="FILE", help="write the markdown report (for a PR comment)")
-    p.add_argument("--report-json", type=Path, metavar="FILE", help="write the JSON report")
-    p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-
-
-def cmd_ab(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    pytest_args = list(args.pytest_args)
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
-    try:
-        if args.max_rounds < 1 or args.min_rounds < 0 or not (args.budget > 0 and math.isfinite(args.budget)):
-            raise ABError("--max-rounds must be >= 1, --min-rounds >= 0 and --budget a positive number of seconds")
-        rule = ABRule(factor=args.factor, margin=args.margin, alpha=args.alpha)
-        session = run_ab(
-            args.repo,
-            args.base,
-            args.head,
-            pytest_args,
-            rule=rule,
-            budget_s=args.budget,
-            max_rounds=args.max_rounds,
-            min_rounds=args.min_rounds,
-            seed=args.seed,
-            env_mode="current" if args.same_env else args.env,
-            statistic=args.statistic,
-            progress=Progress(err),
-        )
-    except PerfsuiteError as exc:
-        print(f"perfsuite ab: error: {exc}", file=err)
-        return 2
-    markdown, data = format_markdown(session), to_dict(session)
-    if args.report_md:
-        write_text_atomic(args.report_md, markdown)
-    if args.report_json:
-        write_text_atomic(args.report_json, json.dumps(data, indent=2, allow_nan=False) + "\n")
-    print(json.dumps(data, indent=2, allow_nan=False) if args.json else markdown, file=out)
-    return 1 if session.regressed else 0
-
-
-def main_ab(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="perfsuite ab", description=__doc__.splitlines()[0])
-    add_ab_arguments(parser)
-    return cmd_ab(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main_ab())

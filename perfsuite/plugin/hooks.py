@@ -371,7 +371,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     s, perf = state.settings, state.session
     from perfsuite.core.tmpfiles import write_text_atomic
-    from perfsuite.report import render as report
+    from perfsuite.report import verdicts as report
 
     for written in perf.finish():
         state.reports.append(f"wrote exact baselines {written}")
@@ -417,7 +417,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state is None or not state.judged:
         return
     from perfsuite.judge.verdict import Outcome
-    from perfsuite.report import render as report
+    from perfsuite.report import summary
+    from perfsuite.report import verdicts as report
 
     perf, tr = state.session, terminalreporter
     width = config.get_terminal_writer().fullwidth
@@ -428,7 +429,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(report.format_terminal(report.ordered(shown), width=width))
         tr.write_line("")
     if perf.results:
-        tr.write_line(report.format_people(perf.results, perf.exact_counts, width=width))
+        tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         tr.write_line("")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
@@ -436,7 +437,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state.settings.compare:
         sources = sorted({store.display for store in perf.exact.values() if store.loaded})
         tr.write_line(
-            f"perfsuite: {report.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
+            f"perfsuite: {summary.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
         )
     for v in perf.verdicts:
         if v.outcome is Outcome.UNAVAILABLE:

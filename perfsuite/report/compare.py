@@ -8,11 +8,7 @@ Exit status: 0 nothing regressed, 1 something regressed, 2 bad input.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
 
 from perfsuite.core.results import Result, read_json_file
 from perfsuite.errors import PerfsuiteError, ResultError
@@ -83,10 +79,11 @@ def compare_paths(
     base: Path, head: Path, factor: float = DEFAULT_FACTOR, alpha: float = DEFAULT_ALPHA, force: bool = False
 ) -> list[Verdict]:
     """Verdicts of HEAD against BASE; each a Result/baseline JSON file or a directory of them."""
-    return _compare(Path(base), Path(head), factor, alpha, force)[0]
+    return judge_paths(Path(base), Path(head), factor, alpha, force)[0]
 
 
-def _compare(base: Path, head: Path, factor: float, alpha: float, force: bool) -> tuple[list[Verdict], dict]:
+def judge_paths(base: Path, head: Path, factor: float, alpha: float, force: bool) -> tuple[list[Verdict], dict]:
+    """(verdicts, the head Results by test id): for the command, which also charts the heads."""
     if base.exists() and head.exists() and base.is_dir() != head.is_dir():
         raise PerfsuiteError(f"compare a file with a file or a directory with a directory; got {base} and {head}")
     bases, heads = load_side(base), load_side(head)
@@ -94,48 +91,3 @@ def _compare(base: Path, head: Path, factor: float, alpha: float, force: bool) -
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads
     return compare_sides(bases, heads, factor, alpha, force), heads
-
-
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``perfsuite compare`` options, for the CLI's subparser."""
-    parser.add_argument("base", type=Path, help="baseline: a Result/baseline JSON file or a directory of them")
-    parser.add_argument("head", type=Path, help="the run to judge: same kind as BASE")
-    parser.add_argument("--json", action="store_true", help="print verdicts as JSON instead of markdown")
-    parser.add_argument("--png", type=Path, metavar="FILE", help="also write a chart of the ratios to FILE")
-    parser.add_argument(
-        "--factor",
-        type=float,
-        default=DEFAULT_FACTOR,
-        help=f"timing change needed before a verdict moves (default {DEFAULT_FACTOR})",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=DEFAULT_ALPHA,
-        help=f"significance level of the timing tests (default {DEFAULT_ALPHA})",
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
-    )
-
-
-def run_compare(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run the compare command; 0 clean, 1 something regressed or failed, 2 bad input."""
-    from perfsuite.report import render as report
-
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        verdicts, heads = _compare(args.base, args.head, args.factor, args.alpha, args.force)
-        if args.png:
-            report.write_png(verdicts, args.png, heads)
-    except (PerfsuiteError, OSError) as exc:
-        print(f"perfsuite compare: error: {exc}", file=err)
-        return 2
-    print(report.to_json(verdicts) if args.json else report.format_markdown(verdicts), file=out)
-    return 1 if any(v.failed for v in verdicts) else 0
-
-
-def main_compare(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="perfsuite compare", description=__doc__.splitlines()[0])
-    add_compare_arguments(parser)
-    return run_compare(parser.parse_args(argv))

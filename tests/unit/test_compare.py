@@ -10,21 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from perfsuite.cli import compare as compare_cmd
+from perfsuite.cli.main import main
 from perfsuite.core.results import Result
 from perfsuite.errors import FingerprintMismatch, PerfsuiteError
 from perfsuite.judge.baselines import BaselineStore
 from perfsuite.judge.verdict import Outcome
-from perfsuite.report.compare import add_compare_arguments, compare_paths, main_compare, run_compare
-from perfsuite.report.render import to_json
+from perfsuite.report.compare import compare_paths
+from perfsuite.report.verdicts import to_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 
 
 def run(argv):
     parser = argparse.ArgumentParser()
-    add_compare_arguments(parser)
+    compare_cmd.add_arguments(parser)
     out, err = io.StringIO(), io.StringIO()
-    code = run_compare(parser.parse_args([str(a) for a in argv]), out, err)
+    code = compare_cmd.run(parser.parse_args([str(a) for a in argv]), out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -97,7 +99,7 @@ def test_directories_match_by_test_id(tmp_path):
         "t::removed": Outcome.UNAVAILABLE,
         "t::slowed": Outcome.REGRESSED,
     }
-    assert main_compare([str(tmp_path / "base"), str(tmp_path / "head"), "--json"]) == 1
+    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--json"]) == 1
 
 
 def test_directory_with_one_test_under_two_fingerprints_is_refused(tmp_path):
@@ -113,7 +115,7 @@ def test_compare_does_not_import_torch_or_matplotlib():
     import sys
 
     code = (
-        "import sys, perfsuite.report.compare, perfsuite.report.render, perfsuite.judge.engine; "
+        "import sys, perfsuite.report.compare, perfsuite.report.verdicts, perfsuite.judge.engine; "
         "import perfsuite.judge.baselines; "
         "print(sorted(m for m in ('torch', 'matplotlib', 'scipy') if m in sys.modules))"
     )

@@ -8,7 +8,7 @@ from fixed_fingerprint import FP
 
 from perfsuite.core.results import Result
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.render import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
+from perfsuite.report.verdicts import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
 
 VERDICTS = [
     Verdict("tests/perf/test_a.py::test_x[cpu]", "step_ms", 10.0, 10.1, 1.01, Outcome.UNCHANGED, "same"),

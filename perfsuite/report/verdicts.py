@@ -1,6 +1,6 @@
 """Verdicts rendered for people: terminal table, markdown for PR comments, JSON, PNG chart.
 
-Formatting only; the judgements are made in verdicts.py. matplotlib is
+Formatting only; the judgements are made in :mod:`perfsuite.judge`. matplotlib is
 imported inside :func:`write_png`, so the other formats stay cheap.
 """
 
@@ -72,7 +72,7 @@ def _row(v: Verdict) -> tuple[str, ...]:
     return (v.test_id, v.metric, format_value(v.base), format_value(v.head), _ratio_text(v.ratio), v.outcome.value)
 
 
-def _cut(text: str, width: int) -> str:
+def cut(text: str, width: int) -> str:
     return text if len(text) <= width else "..." + text[-(width - 3) :]
 
 
@@ -84,7 +84,7 @@ def format_terminal(verdicts: Sequence[Verdict], width: int = 120) -> str:
     numeric = (False, False, True, True, True, False)
 
     def line(cells: Sequence[str]) -> str:
-        cells = [_cut(cells[0], widths[0]), *cells[1:]]
+        cells = [cut(cells[0], widths[0]), *cells[1:]]
         return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
 
     return "\n".join([line(COLUMNS), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
@@ -157,77 +157,3 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
 
 
 # --------------------------------------------------------------------------- the summary for people
-
-PEOPLE_COLUMNS = (
-    "test",
-    "samples/s",
-    "input eff",
-    "data-wait",
-    "syncs/step",
-    "AMP low-p",
-    "graphs",
-    "H2D MB/step",
-    "exact held",
-)
-
-
-def _figure(result: Result, name: str, fmt: str) -> str:
-    metric = result.metric(name)
-    return "-" if not metric.available else format(metric.value, fmt)
-
-
-def _input_eff(result: Result) -> str:
-    """``0.82 moderate``: input efficiency with the first word of its data-wait band."""
-    metric = result.metric("input_efficiency")
-    if not metric.available:
-        return "-"
-    band = str(metric.detail.get("band", "")).split(" ")[0].replace("not", "ok")
-    return f"{metric.value:.2f} {band}".rstrip()
-
-
-def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
-    """One row per Result: the few figures that matter, '-' where a figure was not measured."""
-    rows: list[tuple[str, ...]] = []
-    for rid, r in results.items():
-        graphs = r.metric("graph_breaks")
-        h2d = r.metric("h2d_bytes_per_step")
-        held = exact_counts.get(rid)
-        rows.append(
-            (
-                rid,
-                _figure(r, "samples_per_s", ".1f"),
-                _input_eff(r),
-                _figure(r, "data_wait_frac", ".3f"),
-                _figure(r, "syncs_per_step", "g"),
-                _figure(r, "amp_lowp_frac", ".2f"),
-                str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
-                f"{float(h2d.value) / 1e6:.3f}" if h2d.available else "-",  # type: ignore[arg-type]
-                f"{held[0]}/{held[1]}" if held else "-",
-            )
-        )
-    return rows
-
-
-def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]], width: int = 120) -> str:
-    """The per-test figures table shown at the end of every session, passing or not."""
-    rows = people_rows(results, exact_counts)
-    widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
-    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(PEOPLE_COLUMNS) - 1)))
-
-    def line(cells: Sequence[str]) -> str:
-        first = _cut(cells[0], widths[0]).ljust(widths[0])
-        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
-
-    return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
-
-
-def gate_line(
-    exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int, sources: Sequence[str]
-) -> str:
-    """``N exact checks held against committed baselines; M timing results new on this machine``."""
-    held = sum(h for h, _ in exact_counts.values())
-    where = f" ({', '.join(sources)})" if sources else ""
-    text = f"{held} exact checks held against committed baselines{where}"
-    if exact_failed:
-        text += f", {exact_failed} did not"
-    return f"{text}; {timing_new} timing results new on this machine"

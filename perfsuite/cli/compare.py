@@ -1,0 +1,52 @@
+"""``perfsuite compare BASE HEAD``: verdicts for two stored runs or baseline directories, without torch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from perfsuite.errors import PerfsuiteError
+from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR
+from perfsuite.report.compare import judge_paths
+
+HELP = "compare results or baseline directories: markdown for PRs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", type=Path, help="baseline: a Result/baseline JSON file or a directory of them")
+    parser.add_argument("head", type=Path, help="the run to judge: same kind as BASE")
+    parser.add_argument("--json", action="store_true", help="print verdicts as JSON instead of markdown")
+    parser.add_argument("--png", type=Path, metavar="FILE", help="also write a chart of the ratios to FILE")
+    parser.add_argument(
+        "--factor",
+        type=float,
+        default=DEFAULT_FACTOR,
+        help=f"timing change needed before a verdict moves (default {DEFAULT_FACTOR})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"significance level of the timing tests (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the compare command; 0 clean, 1 something regressed or failed, 2 bad input."""
+    from perfsuite.report import verdicts as report
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        verdicts, heads = judge_paths(args.base, args.head, args.factor, args.alpha, args.force)
+        if args.png:
+            report.write_png(verdicts, args.png, heads)
+    except (PerfsuiteError, OSError) as exc:
+        print(f"perfsuite compare: error: {exc}", file=err)
+        return 2
+    print(report.to_json(verdicts) if args.json else report.format_markdown(verdicts), file=out)
+    return 1 if any(v.failed for v in verdicts) else 0

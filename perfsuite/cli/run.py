@@ -1,0 +1,93 @@
+"""``perfsuite run NAME [knobs]``: one run of a workload or job with every probe; its metrics or its Result.
+
+A thin shell over the library: parse flags into Knobs and a RunSpec, call the runner, print a
+table or the Result's JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+
+HELP = "run one workload or job with knobs and probes; print its metrics"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from perfsuite.core.options import run_lengths
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.harness.runner import run as run_job
+    from perfsuite.jobs.registry import is_job_target
+
+    import_modules(args.imports)
+    scale = args.scale or "smoke"
+    steps, warmup, observe_steps = run_lengths(scale, args.steps, args.warmup, args.observe_steps)
+    if is_job_target(args.workload):  # a user's job: only the knobs typed on the command line are asked of it
+        from perfsuite.core.knobs import FLAT_KNOBS, Knobs
+
+        defaults = argparse.ArgumentParser()
+        add_run_arguments(defaults)
+        default = vars(defaults.parse_args([args.workload]))
+        asked = {k: getattr(args, k) for k in FLAT_KNOBS if hasattr(args, k) and getattr(args, k) != default[k]}
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=Knobs(device=knobs_from_args(args).device),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            job_knobs=asked,
+        )
+    else:
+        spec = RunSpec(
+            args.workload,
+            scale=scale,
+            knobs=knobs_from_args(args),
+            steps=steps,
+            warmup=warmup,
+            observe_steps=observe_steps,
+            seed=args.seed,
+            cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+        )
+    result = run_job(spec)
+    print(result.to_json() if args.json else format_run(result))
+    return 0
+
+
+def format_run(result: Any) -> str:
+    """The short table `perfsuite run` prints: throughput, step time, and every other metric."""
+    step = result.metric("step_ms")
+    lines = [
+        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
+        f"batch {result.batch_size}, {result.steps} measured steps",
+        f"  {'samples/s':<16}{result.value('samples_per_s'):>12.1f}",
+        f"  {'step ms median':<16}{step.value:>12.2f}",
+        f"  {'step ms p90':<16}{step.detail.get('p90', float('nan')):>12.2f}",
+    ]
+    for name, metric in result.metrics.items():
+        if name in ("samples_per_s", "step_ms"):
+            continue
+        shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
+        text = shown if metric.available else f"unavailable ({metric.reason})"
+        lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+    syncs = result.metric("syncs_per_step")
+    lines += [
+        f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        for site in (syncs.detail.get("sites", []) if syncs.available else [])
+    ]
+    lines += [f"  note: {note}" for note in result.notes]
+    knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
+    lines.append(f"  knobs: {knobs}")
+    by_source: dict[str, list[str]] = {}
+    for name, source in result.knob_sources.items():
+        by_source.setdefault(source, []).append(name)
+    lines += [f"  {source}: {', '.join(names)}" for source, names in by_source.items()]
+    return "\n".join(lines)
