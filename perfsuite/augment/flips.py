@@ -148,11 +148,20 @@ def mirrored(mask_in: np.ndarray, shown_out: np.ndarray, labels: Iterable[int], 
 
 
 def _region_colours(img: np.ndarray, mask: np.ndarray, labels: Iterable[int], margin: int) -> dict[int, np.ndarray]:
-    """The median image colour of each label's interior in the output mask (labels with too few pixels left out)."""
-    inner = uniform(mask, margin + 1)  # one pixel deeper than alignment looks: blur spreads colour a pixel
+    """The median image colour of each label's region in the output mask (labels with too few pixels left out).
+
+    Its interior where it has one (one pixel deeper than alignment looks: blur
+    spreads colour a pixel), else its whole region: an eye two pixels high is
+    all boundary, and its colour a blend with what surrounds it, but a pair's
+    two members blend with the same surroundings (skin), so the DIFFERENCE of
+    their colours still points along their palette colours' difference.
+    """
+    inner = uniform(mask, margin + 1)
     out = {}
     for label in labels:
-        where = inner & (mask == label)
+        region = mask == label
+        where = inner & region
+        where = where if where.sum() >= MIN_REGION else region
         if where.sum() >= MIN_REGION:
             out[int(label)] = np.median(img[where], axis=0)
     return out
