@@ -571,13 +571,14 @@ def check_paired_augmentation(
             with ``data_keys=["input", "mask"]``); or any ``adapter=``.
         photometric: the callable may change colours (jitter, blur, noise):
             alignment decodes by consistency instead of exact colours, and
-            the image-side pairing and sub-pixel checks are skipped. Pass
-            False for geometry/mixing-only callables: the checks get stricter.
+            the image-side pairing check is skipped. Pass False for
+            geometry/mixing-only callables: the checks get stricter.
         photometric_only: masks must come back bit-identical.
         mixes_samples: CutMix-style: labels may come from other samples.
-        subpixel, subpixel_tol: opt-in centroid check (:mod:`perfsuite.augment.alignment`);
-            its false-alarm rate on real face masks is not 0 (3 correct x1.5 resizes in 2,000 batches,
-            docs/properties.md). Turns on ``blobs=True`` masks (compact regions it can measure).
+        subpixel, subpixel_tol: the sub-pixel check (:mod:`perfsuite.augment.alignment`; needs
+            ``photometric=False``): the mask the image's geometry predicts against the actual one.
+            Its measured false-alarm and catch rates are in docs/properties.md (the one place they
+            are kept). Turns on ``blobs=True`` masks (compact regions it can measure).
         per_sample_sizes: each sample may come out at its own size (random crops); checked per sample.
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
