@@ -201,7 +201,9 @@ def main() -> None:
     }
     by_side: dict[str, dict[int, list[int]]] = {k: {} for k in runs}
     rng = np.random.default_rng(args.seed)
-    for masks in batches:
+    for n, masks in enumerate(batches, start=1):
+        if n % 10 == 0:
+            print(f"... {n} batches, {time.time() - t0:.0f} s", flush=True)
         palette = palette_for(masks)
         images = encode(masks, palette)
         seed = int(rng.integers(0, 2**31))

@@ -45,6 +45,7 @@ MIN_COSINE = 0.5  # colour differences must keep their direction within 60 degre
 MIN_SEPARATION = 20.0  # 0..255 units: two regions' colours closer than this (grey-scaled, washed out) are not told
 AGREE, DISAGREE = 0.98, 0.9  # a frame symmetry decides only if it fits and every opposite-handed one does not
 MIN_KNOWN = 0.5  # ... and only where the image says which label most output pixels show
+MAX_WINDOW_WORK = 20_000_000  # pixel comparisons a crop search may spend per symmetry (~20 MB of booleans)
 
 
 # -- was a sample mirrored? -------------------------------------------------------------------------
@@ -75,6 +76,9 @@ def _agreement(moved: np.ndarray, shown: np.ndarray, known: np.ndarray) -> float
         return 0.0
     if moved.shape == shown.shape:
         return float((moved[known] == shown[known]).mean())
+    offsets = (moved.shape[0] - h + 1) * (moved.shape[1] - w + 1)
+    if offsets * int(known.sum()) > MAX_WINDOW_WORK:  # a small crop of a large frame: left to the centroid fit
+        return 0.0
     windows = np.lib.stride_tricks.sliding_window_view(moved, (h, w))  # (oy, ox, h, w), no copy
     hits = (windows[..., known] == shown[known]).mean(-1)
     return float(hits.max())
