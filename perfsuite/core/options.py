@@ -144,10 +144,31 @@ OPTIONS: tuple[Option, ...] = (
         "update_exact",
         bool,
         False,
-        "rewrite the committed exact values (baselines/exact/<device>__torch-<minor>.json) from this run",
+        "rewrite the committed exact values (<exact-dir>/<device>__torch-<minor>.json) from this run; never from "
+        "an interrupted session",
         pyproject=False,
     ),
-    Option("baselines", str, "baselines", "baseline directory, relative to the rootdir", metavar="DIR"),
+    Option(
+        "exact_dir",
+        str,
+        "baselines/exact",
+        "directory of the committed exact files, relative to the rootdir (in pyproject) or to where pytest "
+        "was started (on the command line); --perfsuite-baselines never moves it",
+        metavar="DIR",
+    ),
+    Option(
+        "allow_missing_exact",
+        bool,
+        False,
+        "under --perfsuite-compare, report a test with no committed exact values as new instead of failing it",
+    ),
+    Option(
+        "baselines",
+        str,
+        "baselines",
+        "directory of this machine's timing baselines (<dir>/<fingerprint>/), relative to the rootdir",
+        metavar="DIR",
+    ),
     Option(
         "baseline_runs",
         int,
