@@ -195,7 +195,7 @@ def _cleanup_at_exit(directory: Path) -> None:
 
 def sweep_stack_dirs(parent: Path | None = None) -> list[Path]:
     """Remove the stack-dump folders of processes that are gone (killed with -9: their atexit never ran)."""
-    removed = []
+    removed: list[Path] = []
     base = Path(tempfile.gettempdir()) if parent is None else parent
     try:
         candidates = list(base.glob("perfsuite-stacks-*"))
