@@ -34,7 +34,7 @@ TORCH_PROBE = "import sys, torch; sys.exit(0 if torch.__version__.startswith('2.
 def install_torch(session: nox.Session, pip: tuple[str, ...] = ()) -> None:
     """The CPU torch from the PyTorch CPU index; nothing if the environment has torch; the configured indexes if
     the CPU index cannot be reached (see the module docstring)."""
-    install = (lambda *a: session.run(*pip, "install", *a, external=True)) if pip else session.install
+    install = (lambda *a: session.run_install(*pip, "install", *a, external=True)) if pip else session.install
     try:
         install(CPU_TORCH, "--index-url", CPU_INDEX, "--timeout", "30", "--retries", "1")
     except nox.command.CommandFailed:
@@ -46,13 +46,14 @@ def install(session: nox.Session) -> None:
     """perfsuite with its test extras, on the CPU torch unless the environment already has torch."""
     if not SYSTEM_TORCH and not _torch_installed(session):
         install_torch(session)
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev]")  # torch>=2.5.1 is satisfied by the torch above: pip leaves it as it is
+    session.run_install("python", "-c", "import torch; print('torch', torch.__version__)")
 
 
 def _torch_installed(session: nox.Session) -> bool:
     """Whether the session's environment can already import torch 2.13 (reused, or the system's)."""
-    try:
-        session.run("python", "-c", TORCH_PROBE, silent=True)
+    try:  # run_install: this check belongs to the install step, so it runs under --install-only too
+        session.run_install("python", "-c", TORCH_PROBE, silent=True)
     except nox.command.CommandFailed:
         return False
     return True
@@ -105,10 +106,10 @@ def baseline(session: nox.Session) -> None:
 def dev(session: nox.Session) -> None:
     """A .venv in this directory with perfsuite (editable) and the CPU torch; `source .venv/bin/activate`
     then puts `perfsuite` on PATH."""
-    session.run(sys.executable, "-m", "venv", ".venv", external=True)
+    session.run_install(sys.executable, "-m", "venv", ".venv", external=True)
     bindir = os.path.join(".venv", "Scripts" if os.name == "nt" else "bin")
     pip = (os.path.join(bindir, "python"), "-m", "pip")
     if not SYSTEM_TORCH:
         install_torch(session, pip)
-    session.run(*pip, "install", "-e", ".[dev]", external=True)
+    session.run_install(*pip, "install", "-e", ".[dev]", external=True)
     session.log(f"perfsuite is installed in .venv: run `source {bindir}/activate`, then `perfsuite --help`")

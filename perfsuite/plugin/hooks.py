@@ -41,6 +41,7 @@ class PerfState:
     notes: list[str] = field(default_factory=list)
     collected: set[str] = field(default_factory=set)  # result ids of every collected test, before -k/-m
     children: dict[str, set[int]] = field(default_factory=dict)  # node id -> child pids alive when it started
+    interrupts_before: int = 0  # Ctrl-Cs the process had seen when this session started (sessions can nest)
     _session: PerfSession | None = None
     _device: str | None = None
 
@@ -126,6 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfsuite.harness import interrupts
 
     interrupts.GUARD.install()  # a Ctrl-C swallowed by a __del__ or an at-fork hook still stops the session
+    state.interrupts_before = interrupts.GUARD.received
     from perfsuite.plugin import xdist
 
     try:
@@ -451,8 +453,9 @@ def _cut_short(session: pytest.Session, exitstatus: Any) -> str | None:
     """Why the session did not run all it selected (an interrupt, -x/--maxfail), or None."""
     from perfsuite.harness import interrupts
 
-    if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED) or interrupts.GUARD.received:
-        perf = session.config.stash[STATE]._session
+    state = session.config.stash[STATE]
+    if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED) or interrupts.GUARD.received > state.interrupts_before:
+        perf = state._session
         return "interrupted (Ctrl-C)" + (f" after {len(perf.results)} result(s)" if perf is not None else "")
     if session.shouldstop:
         return f"stopped early: {session.shouldstop}"
@@ -479,10 +482,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
         xdist.send_to_controller(session.config, state._session)
         return
-    if not state.judged:
+    if not state.judged and not reason:
         return
     s, perf = state.settings, state.session
     reason = reason or perf.interrupted
+    if reason and reason.startswith("interrupted"):
+        perf.interrupted = reason
     from perfsuite.core.tmpfiles import write_text_atomic
     from perfsuite.report import verdicts as report
 
