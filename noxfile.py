@@ -28,7 +28,10 @@ SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "fa
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 # What a failing exact check tells people to run: this session, not the pytest command nox runs inside it.
 UPDATE_EXACT = "PERFSUITE_UPDATE_EXACT_COMMAND"
-TORCH_PROBE = "import sys, torch; sys.exit(0 if torch.__version__.startswith('2.13.') else 1)"
+TORCH_PROBE = (
+    "import importlib.util as u; "
+    "print('yes' if u.find_spec('torch') and __import__('torch').__version__.startswith('2.13.') else 'no')"
+)
 
 
 def install_torch(session: nox.Session, pip: tuple[str, ...] = ()) -> None:
@@ -51,12 +54,13 @@ def install(session: nox.Session) -> None:
 
 
 def _torch_installed(session: nox.Session) -> bool:
-    """Whether the session's environment can already import torch 2.13 (reused, or the system's)."""
-    try:  # run_install: this check belongs to the install step, so it runs under --install-only too
-        session.run_install("python", "-c", TORCH_PROBE, silent=True)
-    except nox.command.CommandFailed:
-        return False
-    return True
+    """Whether the session's environment can already import torch 2.13 (reused, or the system's).
+
+    run_install: the check belongs to the install step, so it also runs under --install-only (without it,
+    pip would resolve torch from perfsuite's own requirement, which on a stock index is the CUDA build).
+    """
+    answer = session.run_install("python", "-c", TORCH_PROBE, silent=True)
+    return isinstance(answer, str) and answer.strip().endswith("yes")
 
 
 @nox.session(venv_params=VENV_PARAMS)
