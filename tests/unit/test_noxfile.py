@@ -15,15 +15,18 @@ nox = pytest.importorskip("nox")
 NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
 
 
-def load_noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.delenv("PERFSUITE_SYSTEM_TORCH", raising=False)
-    monkeypatch.delenv("PERFSUITE_TORCH_INDEX", raising=False)
-    spec = importlib.util.spec_from_file_location("perfsuite_noxfile", NOXFILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "perfsuite_noxfile", module)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def noxfile() -> Any:
+    """The noxfile, loaded once (nox registers its sessions on import), with no torch settings in the env."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PERFSUITE_SYSTEM_TORCH", raising=False)
+        mp.delenv("PERFSUITE_TORCH_INDEX", raising=False)
+        spec = importlib.util.spec_from_file_location("perfsuite_noxfile", NOXFILE)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        mp.setitem(sys.modules, "perfsuite_noxfile", module)
+        spec.loader.exec_module(module)
+        yield module
 
 
 class FakeSession:
@@ -59,17 +62,13 @@ def test_the_cpu_wheel_index_is_used_for_torch(monkeypatch: pytest.MonkeyPatch) 
     assert session.calls[0][0] == "run_install"  # the check is part of the install step
 
 
-def test_an_environment_that_has_torch_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    noxfile = load_noxfile(monkeypatch)
+def test_an_environment_that_has_torch_keeps_it(noxfile: Any) -> None:
     session = FakeSession(has_torch=True)
     noxfile.install(session)
     assert session.installs() == [("-e", ".[dev]")]
 
 
-def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    noxfile = load_noxfile(monkeypatch)
+def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(noxfile: Any) -> None:
     session = FakeSession(has_torch=False, index_reachable=False)
     noxfile.install(session)
     assert session.installs()[1] == ("torch==2.13.0",) and "could not be used" in session.warnings[0]
