@@ -51,9 +51,8 @@ class FakeSession:
         return [args for kind, args in self.calls if kind == "install"]
 
 
-def test_the_cpu_wheel_index_is_used_for_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cpu_wheel_index_is_used_for_torch(noxfile: Any) -> None:
     """Before: plain torch==2.13.0, which a stock Linux index resolves to the multi-GB CUDA build."""
-    noxfile = load_noxfile(monkeypatch)
     session = FakeSession(has_torch=False)
     noxfile.install(session)
     torch_install, perfsuite_install = session.installs()
