@@ -76,6 +76,15 @@ class InterruptGuard:
             raise KeyboardInterrupt
 
     @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Like :meth:`shielded`, but leave a Ctrl-C pending for the caller to act on (no raise)."""
+        self._shield += 1
+        try:
+            yield
+        finally:
+            self._shield -= 1
+
+    @contextlib.contextmanager
     def shielded(self) -> Iterator[None]:
         """Let the body finish through a Ctrl-C; raise it afterwards."""
         self._shield += 1

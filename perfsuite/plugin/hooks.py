@@ -9,6 +9,7 @@ Session state lives in ``config.stash``. User docs: docs/plugin.md.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -488,6 +489,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     reason = reason or perf.interrupted
     if reason and reason.startswith("interrupted"):
         perf.interrupted = reason
+    failed = False
+    from perfsuite.harness import interrupts
+
+    with contextlib.ExitStack() as scope:
+        scope.enter_context(interrupts.GUARD.deferred())  # a Ctrl-C now lets every file be written whole
+        failed = _write_outputs(state, perf, s, reason)
+    if interrupts.GUARD.pending:  # pressed while writing: the files are whole; the exit status says it
+        interrupts.GUARD.delivered()
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    if failed and int(session.exitstatus) == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_outputs(state: PerfState, perf: PerfSession, s: settings_mod.Settings, reason: str | None) -> bool:
+    """The exact files and reports; True when one could not be written (said in one line each)."""
     from perfsuite.core.tmpfiles import write_text_atomic
     from perfsuite.report import verdicts as report
 
@@ -521,8 +537,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
         except OSError as exc:
             failed = True
             perf.problems.append(f"could not write {s.png}: {exc.strerror or exc}; pass a writable path")
-    if failed and int(session.exitstatus) == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return failed
 
 
 @pytest.hookimpl(optionalhook=True)
