@@ -1,6 +1,6 @@
-"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff and
-mypy), `nox -s perf` (the reference suite), `nox -s baseline` (store this machine's baselines),
-`nox -s dev` (a .venv here with perfsuite on PATH).
+"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff, mypy and
+the import contract), `nox -s docs` (the MkDocs site, strict), `nox -s perf` (the reference suite),
+`nox -s baseline` (store this machine's baselines), `nox -s dev` (a .venv here with perfsuite on PATH).
 
 Torch is the CPU build unless the runner's own is reused: each session installs torch==2.13.0 from the
 PyTorch CPU wheel index (PERFSUITE_TORCH_INDEX overrides it), which on a stock machine is the CPU wheel,
@@ -24,6 +24,9 @@ CPU_TORCH = "torch==2.13.0"
 CPU_INDEX = os.environ.get("PERFSUITE_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
 # Pinned: a new ruff or mypy release adds rules, and CI must not turn red on its own.
 LINTERS = ("ruff==0.17.6", "mypy==2.4.1", "import-linter==2.16")
+# Pinned for the same reason; the docs need no perfsuite install (the generated tables are checked by tests).
+DOCS = ("mkdocs==1.6.1", "mkdocs-material==9.8.1")
+QUIET_MKDOCS = {"NO_MKDOCS_2_WARNING": "1"}  # Material's end-of-life notice is not a docs warning
 SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 # What a failing exact check tells people to run: this session, not the pytest command nox runs inside it.
@@ -87,6 +90,13 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation under docs/, built with MkDocs Material in strict mode: warnings and broken links fail."""
+    session.install(*DOCS)
+    session.run("mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site", env=QUIET_MKDOCS)
 
 
 @nox.session(venv_params=VENV_PARAMS)
