@@ -9,7 +9,6 @@ Session state lives in ``config.stash``. User docs: docs/plugin.md.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -489,11 +488,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     reason = reason or perf.interrupted
     if reason and reason.startswith("interrupted"):
         perf.interrupted = reason
-    failed = False
     from perfsuite.harness import interrupts
 
-    with contextlib.ExitStack() as scope:
-        scope.enter_context(interrupts.GUARD.deferred())  # a Ctrl-C now lets every file be written whole
+    with interrupts.GUARD.deferred():  # a Ctrl-C now lets every file be written whole
         failed = _write_outputs(state, perf, s, reason)
     if interrupts.GUARD.pending:  # pressed while writing: the files are whole; the exit status says it
         interrupts.GUARD.delivered()
