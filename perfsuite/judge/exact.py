@@ -99,7 +99,8 @@ def check_value(name: str, value: Any) -> str | None:
 
 
 def _tidy(value: Any) -> Any:
-    """An integral float count as an int, so the file and the messages read ``597``, not ``597.0``."""
+    """An integral float count as an int, so the file and the messages read ``597``, not ``597.0``
+    (counts only: a fraction stays ``0.0``)."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     return value
@@ -193,7 +194,7 @@ class ExactBaselines:
                 raise BaselineError(
                     f"{test_id}: not recording exact values in {self.path}: {name} {problem} (the run measured it so)"
                 )
-        values = {k: _tidy(v) for k, v in values.items()}
+        values = {k: _tidy(v) if registry.get(k).kind == "exact" else v for k, v in values.items()}
         parts = {m: {k: _tidy(v) for k, v in p.items()} for m, p in (breakdown or {}).items() if p}
         if self.tests.get(test_id) != values or self.breakdown.get(test_id, {}) != parts:
             self.tests[test_id] = values
