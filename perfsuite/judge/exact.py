@@ -238,17 +238,20 @@ def test_file_of(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
-def stale_entries(committed: Iterable[str], collected: Iterable[str], root: Path) -> list[str]:
+def stale_entries(
+    committed: Iterable[str], collected: Iterable[str], root: Path, partial_files: Iterable[str] = ()
+) -> list[str]:
     """Committed test ids whose test no longer exists.
 
     ``collected`` holds the node ids this session collected (before -k/-m
     deselection). An entry is stale when its test file is gone from ``root``,
-    or when its file was collected and the test (the id before ``#label``) was not.
-    Entries of files this session did not collect are left alone: a run of
-    one file says nothing about the others.
+    or when its file was collected whole and the test (the id before ``#label``) was not.
+    Entries of files this session did not collect, or collected only in part
+    (``partial_files``: selected by node id), are left alone: a run of one
+    test says nothing about the others.
     """
     collected = set(collected)
-    files = {test_file_of(n) for n in collected}
+    files = {test_file_of(n) for n in collected} - set(partial_files)
     stale = []
     for test_id in committed:
         node = test_id.split("#", 1)[0]

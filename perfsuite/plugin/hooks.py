@@ -40,6 +40,7 @@ class PerfState:
     reports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     collected: set[str] = field(default_factory=set)  # result ids of every collected test, before -k/-m
+    partial_files: set[str] = field(default_factory=set)  # files selected by node id (file.py::test): not whole
     children: dict[str, set[int]] = field(default_factory=dict)  # node id -> child pids alive when it started
     interrupts_before: int = 0  # Ctrl-Cs the process had seen when this session started (sessions can nest)
     _session: PerfSession | None = None
@@ -151,9 +152,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     gone (stale) are those of collected files that no longer hold them."""
     state = config.stash.get(STATE, None)
     if state is not None:
-        from perfsuite.plugin.invocation import result_nodeid
+        from perfsuite.plugin.invocation import partly_selected_files, result_nodeid
 
         state.collected |= {result_nodeid(item.nodeid, getattr(item, "path", None), state.root) for item in items}
+        state.partial_files |= partly_selected_files(config, state.root)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -478,7 +480,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     if state._session is not None:
         if reason and reason.startswith("interrupted"):
             state._session.interrupted = reason
-        state._session.find_stale(state.collected, state.root)
+        state._session.find_stale(state.collected, state.root, state.partial_files)
     if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
         xdist.send_to_controller(session.config, state._session)
         return

@@ -89,3 +89,20 @@ def update_command(config: Any, environ: Any = None) -> str:
     args = [str(a) for a in config.invocation_params.args]
     kept: list[str] = [a for a in args if a not in _DROPPED]
     return shlex.join([*prefix, *kept, "--perfsuite-update-exact"])
+
+
+def partly_selected_files(config: Any, root: Path) -> set[str]:
+    """Test files this session was asked for by node id (``tests/test_x.py::test_a``), relative to ``root``:
+    only part of them was collected, so their other tests are not gone (see exact.stale_entries)."""
+    out = set()
+    base = Path(config.invocation_params.dir)
+    for arg in getattr(config, "args", []) or []:
+        text = str(arg)
+        if "::" not in text:
+            continue
+        path = (base / text.split("::", 1)[0]).resolve()
+        try:
+            out.add(path.relative_to(root.resolve()).as_posix())
+        except ValueError:
+            out.add(text.split("::", 1)[0])
+    return out

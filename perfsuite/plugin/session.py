@@ -110,11 +110,12 @@ class PerfSession:
             self.exact[key] = store
         return self.exact[key]
 
-    def find_stale(self, collected: Iterable[str], root: Path) -> None:
+    def find_stale(self, collected: Iterable[str], root: Path, partial_files: Iterable[str] = ()) -> None:
         """Note the committed entries of tests that no longer exist (see exact.stale_entries); with
-        ``update_exact``, drop them from the file that is being rewritten."""
+        ``update_exact``, drop them from the file that is being rewritten. ``partial_files`` were selected
+        by node id, so what was not collected of them is not gone."""
         for key, store in self.exact.items():
-            gone = stale_entries(store.tests, collected, root)
+            gone = stale_entries(store.tests, collected, root, partial_files)
             if gone:
                 self.stale[key] = gone
             if self.settings.update_exact and not self.interrupted:

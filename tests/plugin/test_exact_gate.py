@@ -102,3 +102,22 @@ def test_under_xdist_update_exact_writes_the_file_and_the_gate_line_counts_every
     out = project.runpytest_subprocess(*args, "--perfsuite-compare", timeout=300)
     out.assert_outcomes(passed=4)
     out.stdout.fnmatch_lines([f"perfsuite: {held} exact checks held against committed baselines (*); 4 timing*"])
+
+
+def test_a_session_of_one_test_by_node_id_keeps_the_files_other_entries(project):
+    """Selecting one test (file.py::test) says nothing about the file's other tests: not stale, not removed."""
+    project.makepyfile(
+        test_two="""
+        def test_one(perf_run):
+            perf_run("plugin_tiny", aug="none", num_workers=0)
+
+
+        def test_other(perf_run):
+            perf_run("plugin_tiny", aug="none", num_workers=0, batch_size=2)
+        """
+    )
+    run(project, "--perfsuite-update-exact").assert_outcomes(passed=2)
+    out = run(project, "test_two.py::test_one", "--perfsuite-update-exact")
+    out.assert_outcomes(passed=1)
+    assert "stale" not in out.stdout.str()
+    assert sorted(t.split("::")[-1] for t in read_json(_exact_file(project))["tests"]) == ["test_one", "test_other"]

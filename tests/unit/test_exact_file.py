@@ -161,6 +161,10 @@ def test_stale_entries_are_tests_that_no_longer_exist(tmp_path: Path) -> None:
         "tests/test_a.py::test_renamed",
         "tests/test_gone.py::test_x",
     ]
+    # a session that selected one test of the file by node id says nothing about the file's other tests
+    assert stale_entries(committed, collected, tmp_path, partial_files={"tests/test_a.py"}) == [
+        "tests/test_gone.py::test_x"
+    ]
     store = ExactBaselines(tmp_path, "k")
     store.record("tests/test_gone.py::test_x", {"ops_per_step": 1})
     store.changed = False
