@@ -87,10 +87,17 @@ class Guard:
 
     def describe(self) -> str:
         fp, now = self.footprint, self.free()
-        per_sample = f"{fp.batch_bytes_per_sample / 1024:.1f} KiB/sample" if fp.batch_bytes_per_sample else "unknown"
+        per_sample = _bytes(fp.batch_bytes_per_sample) + "/sample" if fp.batch_bytes_per_sample else "unknown"
         shm = f"{now.shm / MB:.0f} MB" if now.shm is not None else "none"
         return (
             f"memory guard: batches {per_sample}, worker RSS {fp.worker_rss_bytes / MB:.0f} MB "
             f"({fp.worker_rss_source}); free now {now.memory / MB:.0f} MB, /dev/shm {shm}; a setting may plan "
             f"{self.share:.0%} of each"
         )
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("MiB", MB), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"

@@ -114,9 +114,12 @@ def failed(setting: Mapping[str, Any] | None, exc: BaseException, seconds: float
 
 @dataclass
 class InProcessTarget:
-    """A reference workload (``knobs`` are its flat knobs) or a user's job (loader knobs asked of it)."""
+    """A reference workload (``knobs`` are its flat knobs) or a user's job (loader knobs asked of it).
 
-    workload: str
+    ``workload`` is what RunSpec takes: a registered name, or a job factory ``factory(device) -> Job``.
+    """
+
+    workload: Any
     kind: str
     scale: str
     knobs: Knobs
@@ -129,9 +132,9 @@ class InProcessTarget:
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.name = self.workload
+        self.name = self.workload if isinstance(self.workload, str) else getattr(self.workload, "__name__", "job")
         if not self.test_key:
-            self.test_key = "test_" + "".join(c if c.isalnum() else "_" for c in self.workload) + "_tuned"
+            self.test_key = "test_" + "".join(c if c.isalnum() else "_" for c in self.name) + "_tuned"
 
     @property
     def device(self) -> str:
