@@ -10,9 +10,11 @@ setting found so far is written).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -154,7 +156,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         seed=args.seed,
         knobs=tuple(k.strip() for k in args.knobs.split(",") if k.strip()),
     )
-    report = tune(target, config, progress=for_stream(err), required=_required(args.require), cores=cores.describe())
+    with _terminate_as_interrupt():  # a CI job's timeout (SIGTERM) stops the search as Ctrl-C does: the best is kept
+        report = tune(
+            target, config, progress=for_stream(err), required=_required(args.require), cores=cores.describe()
+        )
     written = lock_in(report, args.out, None if args.no_thresholds else args.pyproject, force=args.force)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2), file=out)
@@ -172,3 +177,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print("perfsuite tune: error: no setting met " + "; ".join(report.unmet), file=err)
         return 2
     return 130 if report.interrupted else 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the search runs (main thread only; elsewhere nothing changes)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
