@@ -119,8 +119,6 @@ def _reference(target: Target, ladder: Sequence[int]) -> RunRecord:
     for setting in [None, *({"num_workers": n} for n in ladder)]:
         record = target.run(setting, measure_batch=True)
         if record.ok:
-            if setting is not None:  # ran with workers set: the rest of the start is the job's own
-                record.knobs.setdefault("batch_size", None)
             return record
         errors.append(f"{'as it is' if setting is None else label(setting)}: {record.error}")
     raise TuneError(

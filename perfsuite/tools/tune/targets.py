@@ -82,7 +82,7 @@ def tensor_bytes(batch: Any) -> int:
 
 def record_from(result: Result, setting: Mapping[str, Any] | None, seconds: float) -> RunRecord:
     """The figures tune judges by, read from a Result by their registered names."""
-    knobs = dict(setting) if setting is not None else {**setting_of(result.knobs), "batch_size": result.batch_size}
+    knobs = {**setting_of(result.knobs), "batch_size": result.batch_size, **(setting or {})}
     rss = result.metric("peak_rss_mb")
     ledger = {
         name: float(value)
@@ -253,6 +253,9 @@ class PytestTarget:
             log = (proc.stdout + proc.stderr)[-3000:]
             results = load_side(out) if out.is_dir() and any(out.rglob("*.json")) else {}
             seconds = time.perf_counter() - start
+        refused = next((line for line in log.splitlines() if "does not rebuild a DataLoader" in line), None)
+        if refused:  # the test's job hands perfsuite a built DataLoader: no setting can change its knobs
+            raise TuneError(f"{self.nodeid}: {refused.strip()}")
         if not results:
             if setting is None:
                 raise TuneError(
