@@ -33,6 +33,7 @@ class FakeTarget:
     start: dict[str, Any] = field(default_factory=lambda: dict(START))
     ledger: Callable[[Mapping[str, Any]], dict[str, float]] = lambda knobs: {}
     interrupt_after: int | None = None
+    demand: float | None = None  # the step's speed of light, given by the reference run
     name: str = "planted"
     kind: str = "job"
     device: str = "cpu"
@@ -42,7 +43,7 @@ class FakeTarget:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
 
-    def run(self, setting: Mapping[str, Any] | None, measure_batch: bool = False) -> RunRecord:
+    def run(self, setting: Mapping[str, Any] | None, reference: bool = False) -> RunRecord:
         knobs = {**self.start, **(setting or {})}
         self.runs.append(knobs)
         if self.interrupt_after is not None and len(self.runs) > self.interrupt_after:
@@ -59,8 +60,9 @@ class FakeTarget:
             peak_rss_mb=500.0,
             workers_mb=100.0 * knobs["num_workers"],
             worker_processes=knobs["num_workers"],
-            batch_bytes=1024.0 * knobs["batch_size"] if measure_batch else None,
+            batch_bytes=1024.0 * knobs["batch_size"] if reference else None,
             ledger=self.ledger(knobs),
+            demand_samples_per_s=self.demand if reference else None,
             seconds=1.0,
         )
 

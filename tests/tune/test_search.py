@@ -87,6 +87,19 @@ def test_the_loader_ledger_stops_the_worker_climb_when_the_loader_already_outpac
     assert "loader_headroom 1.80 at num_workers=2" in report.search.not_tried[0]["why"]
 
 
+def test_the_ledgers_capacity_over_the_steps_demand_stops_the_climb_too() -> None:
+    # the ledger: 220 samples/s of loader capacity per worker; the step takes 200 (the reference run's speed of
+    # light). At 1 worker the headroom is 1.1, short of 1.5, so 2 is tried; at 2 it is 2.2, so 4 is not
+    target = FakeTarget(
+        needs_two_workers,
+        ledger=lambda k: {"loader_capacity_samples_per_s": 220.0 * k["num_workers"]},
+        demand=200.0,
+    )
+    report = tune(target, config(knobs=("num_workers",)), free=plenty)
+    assert workers_run(target) == {0, 1, 2}
+    assert "loader_headroom 2.20 at num_workers=2" in report.search.not_tried[0]["why"]
+
+
 def test_batch_search_meets_a_planted_out_of_memory_and_keeps_a_margin_below_the_largest_fit() -> None:
     target = FakeTarget(
         lambda k: 20.0 * k["batch_size"],  # every doubling helps, until memory runs out

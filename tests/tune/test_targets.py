@@ -37,7 +37,7 @@ def target(factory) -> InProcessTarget:
 
 def test_a_planted_out_of_memory_is_caught_and_told_apart() -> None:
     t = target(planted_oom)
-    fits = t.run({"batch_size": 8, "num_workers": 0}, measure_batch=True)
+    fits = t.run({"batch_size": 8, "num_workers": 0}, reference=True)
     assert fits.ok and fits.batch_bytes == 8 * 8 * 4 + 8 * 8  # float32 features, int64 labels
     out = t.run({"batch_size": 16, "num_workers": 0})
     assert not out.ok and out.oom and "OutOfMemoryError" in (out.error or "")

@@ -38,6 +38,7 @@ class RunRecord:
     worker_processes: int = 0
     batch_bytes: float | None = None  # bytes of one collated batch, where measured
     ledger: dict[str, float] = field(default_factory=dict)
+    demand_samples_per_s: float | None = None  # the step fed a device-resident batch (the reference run only)
     error: str | None = None
     oom: bool = False
     seconds: float = 0.0

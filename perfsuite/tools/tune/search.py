@@ -13,9 +13,10 @@ a loader that cannot keep up shows in the steps that wait, which a fastest-step 
 1. ``num_workers`` over 1, 2, 4, ... up to the cores this process may use (affinity and cgroup quota,
    :func:`perfsuite.core.cores.usable_cores`), stopping at the first step that is not a gain: the
    knee, the smallest count within the rule's factor of the best, since every worker costs a core and
-   memory. Where the loader ledger measured the loader's headroom (``loader_headroom``: its capacity
-   over the step's demand) and it is already at least :data:`HEADROOM_ENOUGH`, more workers cannot
-   raise samples/s, and the climb stops without spending runs on it.
+   memory. Where the loader ledger measured the loader's headroom (``loader_headroom``, or the
+   ledger's ``loader_capacity_samples_per_s`` over the step's demand, the speed of light of the
+   reference run) and it is already at least :data:`HEADROOM_ENOUGH`, more workers cannot raise
+   samples/s, and the climb stops without spending runs on it.
 2. ``prefetch_factor`` over torch's default (2), 4, 8.
 3. ``pin_memory``, on CUDA only (it does nothing without a device to copy to).
 4. ``persistent_workers``.
@@ -107,6 +108,7 @@ class Search:
     config: SearchConfig
     current: dict[str, Any]
     progress: Any = None
+    demand: float | None = None  # samples/s the step takes fed a device-resident batch (the reference run)
     trials: list[Trial] = field(default_factory=list)
     not_tried: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -213,10 +215,14 @@ class Search:
 
     def _ledger_enough(self) -> str | None:
         """The loader ledger's verdict on more workers, where the runs of the accepted setting measured it."""
-        runs = [r for r in self.runs_of(self.current) if "loader_headroom" in r.ledger]
-        if not runs:
+        runs = self.runs_of(self.current)
+        values = [r.ledger["loader_headroom"] for r in runs if "loader_headroom" in r.ledger]
+        if not values and self.demand:  # the ledger's capacity over the step's demand, measured once
+            capacity = "loader_capacity_samples_per_s"
+            values = [r.ledger[capacity] / self.demand for r in runs if capacity in r.ledger]
+        if not values:
             return None
-        headroom = sorted(r.ledger["loader_headroom"] for r in runs)[len(runs) // 2]
+        headroom = sorted(values)[len(values) // 2]
         if headroom >= HEADROOM_ENOUGH:
             return (
                 f"the loader ledger measured loader_headroom {headroom:.2f} at {label(self.current, ['num_workers'])} "

@@ -117,7 +117,7 @@ def _reference(target: Target, ladder: Sequence[int]) -> RunRecord:
     """The job as it is (also the sizing run); if it fails, each worker count once. None running: TuneError."""
     errors = []
     for setting in [None, *({"num_workers": n} for n in ladder)]:
-        record = target.run(setting, measure_batch=True)
+        record = target.run(setting, reference=True)
         if record.ok:
             return record
         errors.append(f"{'as it is' if setting is None else label(setting)}: {record.error}")
@@ -144,7 +144,7 @@ def tune(
     ref = _reference(target, worker_ladder(config.max_workers))
     start = dict(ref.knobs)
     guard = Guard(_footprint(ref), free)
-    search = Search(target.run, guard, config, dict(start), progress)
+    search = Search(target.run, guard, config, dict(start), progress, demand=ref.demand_samples_per_s)
     search.started = started
     stopped = "done: no further step was a measured gain"
     try:

@@ -43,8 +43,9 @@ class Target(Protocol):
     device: str
     test_key: str  # the [tool.perfsuite.thresholds.<machine>] table its thresholds go in
 
-    def run(self, setting: Mapping[str, Any] | None, measure_batch: bool = False) -> RunRecord:
-        """One fresh run; ``setting`` None runs the target as it is (the reference run)."""
+    def run(self, setting: Mapping[str, Any] | None, reference: bool = False) -> RunRecord:
+        """One fresh run; ``setting`` None runs the target as it is. ``reference``: the sizing run, which also
+        measures a batch's bytes and the step's speed of light (its demand), once for the whole search."""
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -90,6 +91,7 @@ def record_from(result: Result, setting: Mapping[str, Any] | None, seconds: floa
         if isinstance(value := result.value(name), (int, float)) and not isinstance(value, bool)
     }
     h2d = result.value("h2d_bytes_per_step")
+    sol = result.metric("input_efficiency")
     return RunRecord(
         knobs=knobs,
         samples_per_s=result.value("samples_per_s"),
@@ -99,6 +101,7 @@ def record_from(result: Result, setting: Mapping[str, Any] | None, seconds: floa
         worker_processes=int(rss.detail.get("worker_processes") or 0) if rss.available else 0,
         batch_bytes=float(h2d) if isinstance(h2d, (int, float)) and h2d else None,
         ledger=ledger,
+        demand_samples_per_s=sol.detail.get("sol_samples_per_s") if sol.available else None,
         seconds=seconds,
     )
 
@@ -125,7 +128,7 @@ class InProcessTarget:
     knobs: Knobs
     steps: int
     warmup: int
-    sol_steps: int = 5
+    sol_steps: int = 5  # the reference run's speed-of-light steps (the step's demand); trials run none
     seed: int = 0
     cache_dir: Path | None = None
     test_key: str = ""
@@ -140,7 +143,7 @@ class InProcessTarget:
     def device(self) -> str:
         return self.knobs.device
 
-    def _spec(self, setting: Mapping[str, Any] | None, mutate: Any) -> Any:
+    def _spec(self, setting: Mapping[str, Any] | None, mutate: Any, sol_steps: int) -> Any:
         from perfsuite.harness.runner import RunSpec
 
         common = dict(
@@ -148,7 +151,7 @@ class InProcessTarget:
             steps=self.steps,
             warmup=self.warmup,
             observe_steps=0,
-            sol_steps=self.sol_steps,
+            sol_steps=sol_steps,
             seed=self.seed,
             cache_dir=self.cache_dir,
             mutate=mutate,
@@ -158,14 +161,15 @@ class InProcessTarget:
         knobs = self.knobs.replace(**setting) if setting else self.knobs
         return RunSpec(self.workload, knobs=knobs, **common)
 
-    def run(self, setting: Mapping[str, Any] | None, measure_batch: bool = False) -> RunRecord:
+    def run(self, setting: Mapping[str, Any] | None, reference: bool = False) -> RunRecord:
         from perfsuite.errors import JobError, WorkloadError
         from perfsuite.harness.runner import run
 
         seen: list[int] = []
         start = time.perf_counter()
         try:
-            result = run(self._spec(setting, _batch_meter(seen) if measure_batch else None))
+            meter = _batch_meter(seen) if reference else None
+            result = run(self._spec(setting, meter, self.sol_steps if reference else 0))
         except (JobError, WorkloadError) as exc:
             raise TuneError(f"{self.workload}: {exc}") from exc
         except (KnobError, RunTimeout) as exc:  # this setting cannot run (a batch larger than the data, a hang)
@@ -238,7 +242,7 @@ class PytestTarget:
             *knob_args,
         ]
 
-    def run(self, setting: Mapping[str, Any] | None, measure_batch: bool = False) -> RunRecord:
+    def run(self, setting: Mapping[str, Any] | None, reference: bool = False) -> RunRecord:
         from perfsuite.report.compare import load_side
 
         start = time.perf_counter()
