@@ -290,7 +290,11 @@ def write_png(session: Session, path: Path) -> Path:
     tl = session.timeline
     t = tl.t_s
     panels = [
-        (("gpu_util", "kernel-active time"), ("gpu_sm_util", "SM utilisation (GPM)"), ("gpu_tensor_active", "tensor")),
+        (
+            ("gpu_util", "kernel-active time"),
+            ("gpu_sm_util", "SM utilisation (GPM)"),
+            ("gpu_tensor_active", "tensor pipes active (GPM)"),
+        ),
         (("power_w", "power W"),),
         (("mem_mb", "memory used MiB"),),
         (("sm_clock_mhz", "SM MHz"), ("mem_clock_mhz", "memory MHz")),
@@ -304,6 +308,8 @@ def write_png(session: Session, path: Path) -> Path:
                 ax.plot([p[0] for p in points], [p[1] for p in points], label=label)
         if series[0][0] == "power_w" and session.limit_w:
             ax.axhline(session.limit_w, color="grey", linestyle="--", label=f"limit {session.limit_w:.0f} W")
+        if series[0][0] in ("power_w", "mem_mb"):
+            ax.set_ylim(bottom=0)
         ax.legend(loc="upper right", fontsize=8)
     axes[0].set_ylim(0, 1.05)
     axes[-1].set_xlabel("seconds")
