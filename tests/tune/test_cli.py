@@ -32,4 +32,4 @@ def test_a_test_id_that_runs_no_perf_test_exits_2(capsys, tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
     assert main(["tune", "test_plain.py::test_plain"]) == 2
-    assert "produced no perf result" in capsys.readouterr().err
+    assert "ran, but saved no perf result" in capsys.readouterr().err

@@ -239,6 +239,8 @@ class PytestTarget:
             self.scale,
             "--perfsuite-device",
             self.device,
+            "--perfsuite-observe-steps",  # the exact counts come after the window: tune judges the window only
+            "0",
             *knob_args,
         ]
 
@@ -262,10 +264,12 @@ class PytestTarget:
             raise TuneError(f"{self.nodeid}: {refused.strip()}")
         if not results:
             if setting is None:
-                raise TuneError(
-                    f"{self.nodeid} produced no perf result (pytest exit {proc.returncode}); give a test id that "
-                    f"calls perf_run, e.g. tests/perf/test_loader.py::test_loader_settings. Its output ends:\n{log}"
+                why = (
+                    "selects no test: give a test id, e.g. tests/perf/test_loader.py::test_loader_settings"
+                    if proc.returncode in (4, 5)
+                    else "ran, but saved no perf result: it failed before perf_run returned, or never calls perf_run"
                 )
+                raise TuneError(f"{self.nodeid} {why} (pytest exit {proc.returncode}). Its output ends:\n{log}")
             return failed(setting, RuntimeError(f"pytest exit {proc.returncode}: {log[-600:]}"), seconds)
         if len(results) > 1:
             raise TuneError(
