@@ -74,3 +74,5 @@ def test_a_perf_test_runs_in_its_own_pytest_with_the_knobs_set_over_its_own(tmp_
     assert "--perfsuite-knob persistent_workers=true" in joined
     assert f"--perfsuite-save --perfsuite-baselines {tmp_path}" in joined
     assert t.test_key == t.nodeid  # its thresholds go under its own id
+    assert "--perfsuite-observe-steps 0" in joined  # a trial skips the observed steps
+    assert "--perfsuite-observe-steps" not in " ".join(t.command(None, tmp_path, reference=True))

@@ -217,7 +217,7 @@ class PytestTarget:
     def __post_init__(self) -> None:
         self.name = self.test_key = self.nodeid
 
-    def command(self, setting: Mapping[str, Any] | None, out_dir: Path) -> list[str]:
+    def command(self, setting: Mapping[str, Any] | None, out_dir: Path, reference: bool = False) -> list[str]:
         knob_args: list[str] = []
         for name, value in (setting or {}).items():
             text = "none" if value is None else str(value).lower()
@@ -239,8 +239,9 @@ class PytestTarget:
             self.scale,
             "--perfsuite-device",
             self.device,
-            "--perfsuite-observe-steps",  # the exact counts come after the window: tune judges the window only
-            "0",
+            # the observed steps come after the window: a trial skips them; the reference run keeps them, so the
+            # cost probe measures a batch's bytes for the memory guard
+            *([] if reference else ["--perfsuite-observe-steps", "0"]),
             *knob_args,
         ]
 
@@ -252,7 +253,11 @@ class PytestTarget:
             out = Path(tmp) / "results"
             try:
                 proc = subprocess.run(
-                    self.command(setting, out), cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout_s
+                    self.command(setting, out, reference),
+                    cwd=self.cwd,
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout_s,
                 )
             except subprocess.TimeoutExpired:
                 return failed(setting, TimeoutError(f"pytest ran past {self.timeout_s:.0f} s"), self.timeout_s)
