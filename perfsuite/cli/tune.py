@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from perfsuite.judge.adaptive import ABRule
     from perfsuite.tools.tune import SearchConfig, format_report, lock_in, tune
     from perfsuite.tools.tune.progress import for_stream
-    from perfsuite.tools.tune.session import test_snippet
+    from perfsuite.tools.tune.session import suggested_test
 
     out, err = out or sys.stdout, err or sys.stderr
     if not (0 < args.delta < 1) or args.max_rounds < 1 or args.min_rounds < 1 or not args.budget > 0:
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if written.thresholds:
             print(f"wrote the thresholds and tuned knobs to {written.thresholds}", file=out)
             if target.kind != "test":
-                print(f"the perf test they bound (add it to your suite):\n{test_snippet(report)}", file=out)
+                print(f"the perf test they bound (add it to your suite):\n{suggested_test(report)}", file=out)
         for skipped in written.skipped:
             print(skipped, file=out)
     if report.unmet:

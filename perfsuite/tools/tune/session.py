@@ -299,11 +299,13 @@ def format_report(report: TuneReport) -> str:
     return "\n".join(lines)
 
 
-def test_snippet(report: TuneReport) -> str:
+def suggested_test(report: TuneReport) -> str:
     """The perf test the thresholds are for, when the target was a workload or a job rather than a test."""
-    knobs = ", ".join(f"{k}={v!r}" for k, v in report.tuned_knobs().items() if v is not None)
+    import json
+
+    knobs = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else v!r}" for k, v in report.tuned_knobs().items())
     return (
         f"def {report.test_key}(perf_run):\n"
         f"    # bounds: [tool.perfsuite.thresholds] in pyproject.toml, written by perfsuite tune\n"
-        f"    perf_run({report.target!r}, {knobs})"
+        f"    perf_run({json.dumps(report.target)}, {knobs})"
     )
