@@ -161,3 +161,15 @@ def test_requiring_a_metric_tune_does_not_measure_is_bad_input() -> None:
 def test_unknown_knobs_to_search_are_refused() -> None:
     with pytest.raises(TuneError, match="cannot search amp"):
         SearchConfig(knobs=("num_workers", "amp"))
+
+
+def test_the_suggested_test_is_python_that_pins_the_tuned_knobs() -> None:
+    import ast
+
+    from perfsuite.tools.tune.session import suggested_test
+
+    report = tune(FakeTarget(needs_two_workers), config(knobs=("num_workers",)), free=plenty)
+    source = suggested_test(report)
+    ast.parse(source)
+    assert source.startswith("def test_planted_tuned(perf_run):")
+    assert 'perf_run("planted", num_workers=2, prefetch_factor=None' in source
