@@ -12,6 +12,12 @@ from typing import Any
 from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
 
 HELP = "run one workload or job with knobs and probes; print its metrics"
+DESCRIPTION = (
+    "Run one workload or job: warm-up, the measured window, the speed-of-light steps and the observed steps, "
+    "with every probe; print its metrics (or the Result as JSON with --json, to save for `perfsuite compare`). "
+    "On a terminal each phase shows progress (nothing is drawn inside the measured window); under CI or piped, "
+    "nothing is. Ctrl-C stops it with one line and exit status 130; no partial Result is written."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,9 +63,24 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None,
         )
-    result = run_job(spec)
+    import dataclasses
+
+    from perfsuite.cli.progress import phase_progress
+
+    with phase_progress(args.workload) as show:
+        result = run_job(dataclasses.replace(spec, progress=show))
     print(result.to_json() if args.json else format_run(result))
     return 0
+
+
+def format_figure(name: str, value: Any) -> str:
+    """A count as an integer (``1438009776``, not ``1438009776.000``), other numbers to three decimals."""
+    from perfsuite.core import metrics
+
+    spec = metrics.find(name)
+    if isinstance(value, float) and spec is not None and spec.kind == "exact" and value.is_integer():
+        return str(int(value))
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def format_run(result: Any) -> str:
@@ -75,7 +96,7 @@ def format_run(result: Any) -> str:
     for name, metric in result.metrics.items():
         if name in ("samples_per_s", "step_ms"):
             continue
-        shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
+        shown = format_figure(name, metric.value)
         text = shown if metric.available else f"unavailable ({metric.reason})"
         lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
     syncs = result.metric("syncs_per_step")

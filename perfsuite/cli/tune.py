@@ -75,7 +75,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a bound the tuned setting must meet, e.g. min_samples_per_s=500 (exit 2 if none does); repeatable",
     )
     t.add_argument("--out", type=Path, default=Path("perfsuite-tuned"), metavar="DIR", help="where tune files go")
-    t.add_argument("--pyproject", type=Path, default=Path("pyproject.toml"), metavar="FILE")
+    t.add_argument(
+        "--pyproject",
+        type=Path,
+        default=Path("pyproject.toml"),
+        metavar="FILE",
+        help="the pyproject.toml whose [tool.perfsuite.thresholds] get the tuned bounds (default: ./pyproject.toml)",
+    )
     t.add_argument("--no-thresholds", action="store_true", help="write the tune file only, leave pyproject.toml")
     t.add_argument("--test", default=None, metavar="NAME", help="the test the thresholds are for (default: the id)")
     t.add_argument("--force", action="store_true", help="replace an earlier tune file and earlier bounds")

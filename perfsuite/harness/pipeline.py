@@ -20,7 +20,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from perfsuite.core.knobs import Knobs
-from perfsuite.errors import AugmentationError, JobError, KnobError
+from perfsuite.errors import AugmentationError, JobError, KnobError, PerfsuiteError
+from perfsuite.harness import workers
 from perfsuite.harness.watchdog import DEFAULT_LOADER_TIMEOUT_S, make_worker_init
 from perfsuite.jobs.workload import Scale, Workload
 from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
@@ -90,20 +91,31 @@ class BatchStream:
         self._it: Iterator[Any] | None = None
 
     def __next__(self) -> Any:
-        if self._it is not None:
+        try:
+            if self._it is not None:
+                try:
+                    return next(self._it)
+                except StopIteration:
+                    pass
+            self._it = iter(self.loader)
+            self.epochs += 1
             try:
                 return next(self._it)
             except StopIteration:
-                pass
-        self._it = iter(self.loader)
-        self.epochs += 1
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise JobError(f"the loader yielded no batch in a new epoch: {_why_empty(self.loader)}") from None
+                raise JobError(f"the loader yielded no batch in a new epoch: {_why_empty(self.loader)}") from None
+        except PerfsuiteError as exc:  # torch's "Caught DatasetError in DataLoader worker process 0": ours first
+            clear = workers.unwrapped(exc)
+            if clear is None:
+                raise
+            raise clear from None
 
     def close(self) -> None:
-        self._it = None  # lets non-persistent workers shut down
+        """Stop the workers now, not at garbage collection: a failed test's traceback keeps the iterator
+        alive, and its workers would outlive the test."""
+        it, self._it = self._it, None
+        if it is not None:
+            workers.shutdown_iterator(it)
+        workers.shutdown_loader(self.loader)
 
 
 def _why_empty(loader: Any) -> str:
@@ -235,13 +247,17 @@ class Pipeline:
         """A short validation pass (seed 002 ran one every epoch): fresh iterator, metrics read back."""
         self.model.eval()
         total = 0.0
-        with torch.no_grad():
-            for batch in itertools.islice(self.eval_loader, EVAL_BATCHES):
-                images, target = batch
-                images = images.to(self.device).float().div_(255)
-                x, y = self.workload.prepare(images, target.to(self.device), self.scale)
-                with self.autocast():
-                    total += self.workload.loss(self.model(x), y).item()
+        batches = iter(self.eval_loader)
+        try:
+            with torch.no_grad():
+                for batch in itertools.islice(batches, EVAL_BATCHES):
+                    images, target = batch
+                    images = images.to(self.device).float().div_(255)
+                    x, y = self.workload.prepare(images, target.to(self.device), self.scale)
+                    with self.autocast():
+                        total += self.workload.loss(self.model(x), y).item()
+        finally:
+            workers.shutdown_iterator(batches)  # now, as a training script's exhausted epoch would, not at GC
         self.model.train()
         return total
 

@@ -55,6 +55,8 @@ class Settings:
     save: bool = False
     compare: bool = False
     update_exact: bool = False
+    exact_dir: Path = Path("baselines/exact")
+    allow_missing_exact: bool = False
     force: bool = False
     factor: float = DEFAULT_FACTOR
     alpha: float = DEFAULT_ALPHA
@@ -160,6 +162,8 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         save=bool(cli.get("save")),
         compare=bool(cli.get("compare")),
         update_exact=bool(cli.get("update_exact")),
+        exact_dir=path("exact_dir", options.BY_NAME["exact_dir"].default) or Path("baselines/exact"),
+        allow_missing_exact=bool(pick("allow_missing_exact", False)[0]),
         force=bool(pick("force", False)[0]),
         factor=factor,
         alpha=alpha,
