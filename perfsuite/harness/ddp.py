@@ -71,7 +71,9 @@ def shard_pipeline(pipeline: Any, rank: int, world: int, seed: int) -> None:
     from perfsuite.harness.pipeline import build_loader
 
     loader = pipeline.loader
-    sampler: DistributedSampler[Any] = DistributedSampler(loader.dataset, num_replicas=world, rank=rank, shuffle=True, seed=seed)
+    sampler: DistributedSampler[Any] = DistributedSampler(
+        loader.dataset, num_replicas=world, rank=rank, shuffle=True, seed=seed
+    )
     pipeline.loader = build_loader(
         loader.dataset,
         pipeline.knobs,

@@ -326,11 +326,18 @@ def run_distributed(
     imports: Sequence[str] = (),
 ) -> Result:
     """One run of ``spec`` on ``nproc`` ranks: the merged Result (per-rank figures in ``Result.ranks``)."""
+    from perfsuite.core.results import Metric
+
     run = rank_run(spec, faults)
     (result,) = launch(
         [run], nproc, device=spec.knobs.device, share_gpus=share_gpus, omp_threads=omp_threads, imports=imports
     )
-    return result
+    unmeasured = Metric.unavailable(
+        "scaling_efficiency",
+        "not measured: it needs interleaved one-rank and N-rank runs (scaling_rounds=3, --scaling-rounds 3)",
+        "fraction",
+    )
+    return dataclasses.replace(result, metrics={**result.metrics, "scaling_efficiency": unmeasured})
 
 
 def scaling(
@@ -354,6 +361,11 @@ def scaling(
 
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise PerfsuiteError(f"scaling_rounds={rounds!r}; write a whole number of rounds (3 or more for an interval)")
+    if rounds and nproc < 2:
+        raise PerfsuiteError(
+            f"scaling_rounds={rounds} with nproc_per_node={nproc}: scaling compares one rank with N, so write "
+            "nproc_per_node=2 or more"
+        )
     workers = int(spec.knobs.loader.num_workers) if not rank_run(spec, faults).job else 0
     threads = plan_launch(nproc, spec.knobs.device, workers, share_gpus, omp_threads).omp_threads
     main = run_distributed(spec, nproc, faults=faults, share_gpus=share_gpus, omp_threads=threads, imports=imports)

@@ -190,6 +190,9 @@ class PerfRun:
         check: bool = True,
         probes: Any = None,
         mutate: Any = None,
+        nproc_per_node: int = 1,
+        scaling_rounds: int = 0,
+        share_gpus: bool = False,
         **knobs: Any,
     ) -> Result:
         """Run ``workload`` with flat knobs; return its Result.
@@ -208,9 +211,15 @@ class PerfRun:
         (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
         it from the marker's thresholds. A knob this device cannot run
         (amp='fp16' on a CPU) skips the test with the reason.
+
+        ``nproc_per_node=N`` runs it on N ranks through torchrun (DDP; a job
+        factory and ``mutate`` must then be module-level functions, which each
+        rank imports) and returns the merged Result, each rank's figures in
+        ``Result.ranks``; ``scaling_rounds=R`` adds scaling_efficiency from R
+        interleaved one-rank and N-rank launches (docs/distributed.md).
         """
         from perfsuite.core.knobs import Knobs
-        from perfsuite.errors import DeviceError, RunTimeout
+        from perfsuite.errors import DeviceError, RankError, RunTimeout
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
@@ -256,10 +265,13 @@ class PerfRun:
                 watchdog=s.watchdog_config(),
             )  # mutate: faults in the step's code
         try:
-            result = run(spec, probes)
+            if nproc_per_node > 1 or scaling_rounds:
+                result = self._distributed(spec, mutate, nproc_per_node, scaling_rounds, share_gpus, probes)
+            else:
+                result = run(spec, probes)
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
-        except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
+        except (RunTimeout, RankError) as exc:  # a hung worker, step or rank: fail this test, the session goes on
             pytest.fail(f"perfsuite: {exc}", pytrace=False)
         if s.inject:
             import dataclasses
@@ -269,6 +281,21 @@ class PerfRun:
         self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
         self._to_benchmark(result_id, result, first)
         return result
+
+    def _distributed(self, spec: Any, mutate: Any, nproc: int, rounds: int, share_gpus: bool, probes: Any) -> Result:
+        """The run on ``nproc`` ranks: injected faults travel by name, ``mutate`` by its module and name."""
+        import dataclasses
+
+        from perfsuite.harness.distributed import scaling
+        from perfsuite.harness.faults import get_fault
+
+        if probes is not None:
+            raise PerfsuiteError(
+                "perf_run(probes=...) with nproc_per_node > 1: each rank runs every probe perfsuite has (and the "
+                "rank probe); drop probes= or run on one rank"
+            )
+        faults = [n for n in self._state.settings.inject if get_fault(n).mutation is not None]
+        return scaling(dataclasses.replace(spec, mutate=mutate), nproc, rounds, faults=faults, share_gpus=share_gpus)
 
     def _result_id(self, label: str | None) -> str:
         nodeid = self._node.nodeid
@@ -431,6 +458,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         tr.write_line("")
+        from perfsuite.report.ranks import format_ranks
+
+        for rid, result in perf.results.items():
+            if result.ranks:
+                tr.write_line(f"{rid}:\n{format_ranks(result)}\n")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
