@@ -37,8 +37,10 @@ from perfsuite.core.results import Metric, RankResult, Result
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.ranks import PHASE_KEYS, PHASES
 
-# A straggler is named when its mean lag is at least this share of the median step; below it ranks arrive together.
+# A straggler is named when its mean lag is at least this share of the median step (below it ranks arrive
+# together) and it is the last to arrive in at least MAJORITY of the steps (noise makes every rank last by turns).
 NOTICE_SHARE = 0.10
+MAJORITY = 0.75
 # An input straggler is named when its fetch share exceeds the median rank's by this much on average.
 INPUT_NOTICE = 0.05
 RUNNER_OWN = ("samples_per_s", "step_ms", "step_ms_p99", "step_ms_max", "stalls")
@@ -199,29 +201,34 @@ def straggler_wait(reports: Sequence[RankReport], step_ms: Sequence[float]) -> t
         return Metric.unavailable(name, "no measured step carried the phases of every rank", "fraction"), []
     mean_lag = {r: statistics.fmean(lag[r]) for r in ranks}
     slow = max(ranks, key=lambda r: (mean_lag[r], -r))
+    last = sum(1 for i in range(n) if max(ranks, key=lambda r: (lag[r][i], -r)) == slow)
+    others = [r for r in ranks if r != slow]
+    # Against the other ranks' median, so with two ranks it is the difference to the other one.
     excess = {
-        p: statistics.fmean(phase[slow][p][i] - statistics.median(phase[r][p][i] for r in ranks) for i in range(n))
+        p: statistics.fmean(phase[slow][p][i] - statistics.median(phase[r][p][i] for r in others) for i in range(n))
         for p in PHASES
     }
     cause = max(PHASES, key=lambda p: excess[p])
     median_step = statistics.median(step_ms[:n])
-    named = mean_lag[slow] >= NOTICE_SHARE * median_step and excess[cause] > 0
+    named = mean_lag[slow] >= NOTICE_SHARE * median_step and last >= MAJORITY * n and excess[cause] > 0
     first_bucket = {r.rank: statistics.fmean(r.phases.get("first_bucket_ms", [0.0])[:n] or [0.0]) for r in reports}
     detail: dict[str, Any] = {
         "rank": slow if named else None,
         "phase": cause if named else None,
         "lag_ms_by_rank": {str(r): round(mean_lag[r], 3) for r in ranks},
+        "last_in_steps": f"{last}/{n}",
         "excess_ms_by_phase": {p: round(excess[p], 3) for p in PHASES},
         "first_bucket_ms_by_rank": {str(r): round(v, 3) for r, v in first_bucket.items()},
         "sync_points": "forward buffer broadcast, gradient all-reduce" if sync_forward else "gradient all-reduce",
         "median_step_ms": round(median_step, 3),
         "summary": (
-            f"rank {slow} arrives {mean_lag[slow]:.1f} ms after the first rank per step "
-            f"({mean_lag[slow] / median_step:.0%} of the median step); its {cause} phase runs "
-            f"{excess[cause]:+.1f} ms against the median rank"
+            f"rank {slow} arrives last in {last}/{n} steps, {mean_lag[slow]:.1f} ms after the first rank on "
+            f"average ({mean_lag[slow] / median_step:.0%} of the median step): its {cause} phase runs "
+            f"{excess[cause]:+.1f} ms against the other ranks"
             if named
-            else f"no straggler: the last rank arrives {mean_lag[slow]:.1f} ms after the first per step, under "
-            f"{NOTICE_SHARE:.0%} of the median step ({median_step:.1f} ms)"
+            else f"no straggler: rank {slow} lags most, {mean_lag[slow]:.1f} ms per step on average and last in "
+            f"{last}/{n} steps; a straggler lags {NOTICE_SHARE:.0%} of the median step ({median_step:.1f} ms) "
+            f"and is last in {MAJORITY:.0%} of the steps"
         ),
     }
     return Metric(name, statistics.fmean(shares), "fraction", detail=detail), shares
