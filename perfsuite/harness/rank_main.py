@@ -29,6 +29,17 @@ from pathlib import Path
 from typing import IO, Any
 
 _STACK_FILE: IO[str] | None = None  # kept open: faulthandler writes to its descriptor
+_PROGRESS: Any = None  # [DDP forwards, gradient all-reduces] reached, in RUN_DIR/rank<k>.progress (two int64)
+
+
+def _map_progress(path: Path) -> Any:
+    """Two int64 counters in a file the supervisor reads while this rank hangs: how far it got."""
+    import mmap
+
+    path.write_bytes(bytes(16))
+    with open(path, "r+b") as fh:
+        mapped = mmap.mmap(fh.fileno(), 16)
+    return memoryview(mapped).cast("q")
 
 
 def write_status(path: Path, payload: dict[str, Any]) -> None:
@@ -55,11 +66,15 @@ def main(argv: list[str]) -> int:
     status: dict[str, Any] = {"rank": rank, "pid": os.getpid(), "phase": "start", "limit_s": None, "since": time.time()}
     write_status(status_path, status)
     _install_stack_dumps(run_dir / f"rank{rank}.stacks")
+    global _PROGRESS
+    _PROGRESS = _map_progress(run_dir / f"rank{rank}.progress")
 
     from perfsuite.harness import watchdog
 
     def on_phase(name: str, limit: float | None) -> None:
         status.update(phase=name if limit is not None else f"after {name}", limit_s=limit, since=time.time())
+        if limit is not None:
+            status["entered"] = name
         write_status(status_path, status)
 
     watchdog.PHASE_LISTENERS.append(on_phase)
@@ -71,14 +86,20 @@ def main(argv: list[str]) -> int:
 
         error = {
             "rank": rank,
+            "time": time.time(),
             "type": type(exc).__name__,
             "message": str(exc),
             "traceback": traceback.format_exc(),
-            "phase": exc.phase if isinstance(exc, RunTimeout) else status.get("phase"),
+            # The phase it failed in: a phase's end is reported as the exception leaves it.
+            "phase": exc.phase if isinstance(exc, RunTimeout) else status.get("entered", status.get("phase")),
             "deadline_s": exc.deadline_s if isinstance(exc, RunTimeout) else None,
         }
         write_status(run_dir / f"rank{rank}.error", error)
-        return 1
+        # Exit now: an orderly exit can block in the process group's teardown while the other ranks wait in a
+        # collective, and torchrun stops them only once this rank is gone.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     return 0
 
 
@@ -127,6 +148,7 @@ def run_one(run: Any, rank: int, world: int, device: str) -> Any:
 
     spec = run.spec(rank, world, device)
     probe = RankProbe()
+    probe.progress = _PROGRESS
     probes = ([*default_probes()] if run.probes else []) + [probe]
     result = run_job(spec, probes)
     return RankReport(

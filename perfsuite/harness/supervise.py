@@ -47,14 +47,53 @@ class RankStatus:
     phase: str
     limit_s: float | None
     since: float
+    entered: str | None = None  # the last watchdog phase it entered
+
+    @property
+    def where(self) -> str:
+        return self.entered or self.phase
 
 
 def read_status(run_dir: Path, rank: int) -> RankStatus | None:
     try:
         data = json.loads((run_dir / f"rank{rank}.json").read_text(encoding="utf-8"))
-        return RankStatus(int(data["rank"]), int(data["pid"]), str(data["phase"]), data.get("limit_s"), data["since"])
+        return RankStatus(
+            int(data["rank"]),
+            int(data["pid"]),
+            str(data["phase"]),
+            data.get("limit_s"),
+            data["since"],
+            data.get("entered"),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def read_progress(run_dir: Path, rank: int) -> tuple[int, int] | None:
+    """(DDP forwards, gradient all-reduces) the rank has reached, from its progress file."""
+    import struct
+
+    try:
+        raw = (run_dir / f"rank{rank}.progress").read_bytes()
+        forwards, reduces = struct.unpack("qq", raw[:16])
+        return forwards, reduces
+    except (OSError, struct.error):
+        return None
+
+
+def behind(progress: dict[int, tuple[int, int]]) -> str:
+    """Who the others wait for: the ranks that reached fewer collectives than the rest ('' when all are level)."""
+    if len(progress) < 2:
+        return ""
+    for index, what in ((1, "gradient all-reduces"), (0, "DDP forwards")):
+        counts = {k: p[index] for k, p in progress.items()}
+        top = max(counts.values())
+        late = sorted(k for k, c in counts.items() if c < top)
+        if late:
+            shown = ", ".join(f"rank {k} {c}" for k, c in sorted(counts.items()))
+            who = ", ".join(f"rank {k}" for k in late)
+            return f"{who} did not reach the collective the others wait in ({what} reached: {shown})"
+    return ""
 
 
 def margin_for(limit_s: float) -> float:
@@ -172,10 +211,15 @@ class Supervisor:
         time.sleep(max(self.config.grace_s, 0.5))
         stacks = self.stacks()
         names = ", ".join(f"rank {s.rank} (pid {s.pid}) in {s.phase}" for s in late) or phase
+        progress = {k: p for k in range(self.nproc) if (p := read_progress(self.run_dir, k)) is not None}
+        waits = behind(progress)
         message = (
             f"the {phase} phase passed its deadline of {limit:.1f} s by more than {margin_for(limit):.1f} s on "
             f"{names}, and the rank's own watchdog could not stop it (a hang inside a C call: a collective whose "
-            "peer never comes, a native deadlock). Every rank was stopped.\nPython stacks of each rank:\n" + stacks
+            "peer never comes, a native deadlock). "
+            + (f"{waits[0].upper()}{waits[1:]}. " if waits else "")
+            + "Every rank was stopped.\nPython stacks of each rank:\n"
+            + stacks
         )
         return RunTimeout(message, phase, limit, stacks=stacks)
 
@@ -188,9 +232,23 @@ class Supervisor:
             path = self.run_dir / f"rank{k}.stacks"
             text = path.read_text(encoding="utf-8", errors="replace").strip() if path.is_file() else ""
             s = read_status(self.run_dir, k)
-            who = f"rank {k} (pid {s.pid}, last in {s.phase})" if s else f"rank {k}"
+            who = f"rank {k} (pid {s.pid}, last phase entered: {s.where})" if s else f"rank {k}"
             parts.append(f"--- Python stacks of {who} ---\n{text or '(none dumped)'}")
         return "\n".join(parts)
+
+    def _others(self, first: int, errors: dict[int, dict[str, Any]]) -> str:
+        """Each other rank: the error it failed with after the first (its traceback is its stack), else its stacks."""
+        parts = []
+        for k in range(self.nproc):
+            if k == first:
+                continue
+            e = errors.get(k)
+            if e is not None:
+                first_line = str(e["message"]).strip().splitlines()[0] if str(e["message"]).strip() else ""
+                parts.append(f"--- rank {k} failed after it, in {e.get('phase')}: {e['type']}: {first_line[:300]}")
+            else:
+                parts.append(_rank_stacks(self.stacks(), k))
+        return "\n".join(parts) or "(no other rank)"
 
     def errors(self) -> dict[int, dict[str, Any]]:
         out = {}
@@ -203,23 +261,17 @@ class Supervisor:
         errors = self.errors()
         stacks = self.stacks()
         log = _tail(log_path)
-        timeouts = {k: e for k, e in errors.items() if e.get("type") == "RunTimeout"}
-        if timeouts:
-            k, e = min(timeouts.items())
-            message = f"rank {k}: {e['message']}\nThe other ranks were stopped; their Python stacks:\n" + _others(
-                stacks, k
-            )
+        # The first rank to fail is the cause; a rank left waiting for it may time out after it.
+        first = min(errors, key=lambda k: (float(errors[k].get("time") or 0.0), k)) if errors else None
+        if first is not None and errors[first].get("type") == "RunTimeout":
+            k, e = first, errors[first]
+            message = f"rank {k}: {e['message']}\nThe other ranks were stopped:\n" + self._others(k, errors)
             return RunTimeout(message, str(e.get("phase") or "?"), float(e.get("deadline_s") or 0.0), stacks=stacks)
-        if errors:
-            k, e = min(errors.items())
-            also = "".join(
-                f"\nrank {j} also failed in {o.get('phase')}: {o['type']}: {o['message']}"
-                for j, o in sorted(errors.items())
-                if j != k
-            )
+        if first is not None:
+            k, e = first, errors[first]
             message = (
                 f"rank {k} failed in {e.get('phase')}: {e['type']}: {e['message']}\n{e.get('traceback', '').rstrip()}"
-                f"{also}\nThe other ranks were stopped; their Python stacks:\n" + _others(stacks, k)
+                "\nThe other ranks were stopped:\n" + self._others(k, errors)
             )
             return RankError(message, k, stacks)
         died = _died(log)
@@ -234,12 +286,12 @@ class Supervisor:
 STACK_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
 
 
-def _others(stacks: str, rank: int) -> str:
-    parts = stacks.split("--- Python stacks of ")
-    return (
-        "".join("--- Python stacks of " + p for p in parts if p and not p.startswith(f"rank {rank} "))
-        or "(no other rank)"
-    )
+def _rank_stacks(stacks: str, rank: int) -> str:
+    """One rank's part of :meth:`Supervisor.stacks`."""
+    for part in stacks.split("--- Python stacks of ")[1:]:
+        if part.startswith((f"rank {rank} ", f"rank {rank}\n")):
+            return "--- Python stacks of " + part.rstrip()
+    return f"--- Python stacks of rank {rank} ---\n(none dumped)"
 
 
 def _tail(path: Path | None, lines: int = 40) -> str:

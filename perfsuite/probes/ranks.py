@@ -151,6 +151,9 @@ class RankProbe(Probe):
         self._new_iteration = True
         self._unused: list[int] = []
         self._find_unused = False
+        # Optional: a shared counter array [forwards, gradient all-reduces] the supervising process can read while
+        # this rank hangs (perfsuite.harness.rank_main maps it to a file), to tell who the others wait for.
+        self.progress: Any = None
 
     # -- setup: hooks that only timestamp, and the sampler recorder ------------------------------------------
 
@@ -184,6 +187,8 @@ class RankProbe(Probe):
         def enter(module: Any, args: Any) -> None:
             if torch.is_grad_enabled():
                 self._events["fwd_enter"].append(time.perf_counter())
+                if self.progress is not None:
+                    self.progress[0] += 1
 
         def inner(module: Any, args: Any) -> None:
             if torch.is_grad_enabled():
@@ -200,6 +205,8 @@ class RankProbe(Probe):
         if self._new_iteration:
             self._events["bucket_first"].append(now)
             self._new_iteration = False
+            if self.progress is not None:
+                self.progress[1] += 1
         future = allreduce_hook(process_group, bucket)
         if not bucket.is_last():
             return future

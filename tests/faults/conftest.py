@@ -54,8 +54,11 @@ def _ddp_batch() -> dict[str, Result]:
 @pytest.fixture(scope="session")
 def ddp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     """``{"ref:ddp": Result, "fault:<name>": Result, "job:tiny_ddp": Result, ...}``: the session's one launch."""
-    root = tmp_path_factory.getbasetemp().parent  # shared by every xdist worker of this session
-    stored, lock = root / "perfsuite-ddp-runs.json", root / "perfsuite-ddp-runs.lock"
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:  # no xdist: this process is the whole session
+        return _ddp_batch()
+    root = tmp_path_factory.getbasetemp().parent  # under xdist: shared by this session's workers only
+    stored, lock = root / f"perfsuite-ddp-runs-{run_id}.json", root / f"perfsuite-ddp-runs-{run_id}.lock"
     with open(lock, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         if stored.is_file():
