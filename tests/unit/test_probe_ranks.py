@@ -208,7 +208,7 @@ def test_supervisor_reports_a_ranks_timeout_with_the_other_ranks_stacks(tmp_path
     with pytest.raises(RunTimeout) as info:
         supervisor.wait()
     assert info.value.phase == "window" and str(info.value).startswith("rank 1: the window phase")
-    assert "rank 0 (pid 10, last in window)" in str(info.value) and "all_reduce" in str(info.value)
+    assert "rank 0 (pid 10, last phase entered: window)" in str(info.value) and "all_reduce" in str(info.value)
     (tmp_path / "rank1.error").write_text(json.dumps({**error, "type": "ValueError", "traceback": "tb"}))
     with pytest.raises(RankError, match="rank 1 failed in window: ValueError"):
         Supervisor(proc, tmp_path, 2, WatchdogConfig()).wait()
