@@ -1,5 +1,6 @@
-"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff and
-mypy), `nox -s perf` (the reference suite), `nox -s baseline` (store this machine's baselines).
+"""nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff, mypy and
+the import contract), `nox -s docs` (the MkDocs site, strict), `nox -s perf` (the reference suite),
+`nox -s baseline` (store this machine's baselines).
 
 On a CPU machine each session installs the CPU build torch==2.13.0, never the
 multi-GB CUDA build. On a GPU runner set PERFSUITE_SYSTEM_TORCH=1: the session's
@@ -18,6 +19,9 @@ nox.options.reuse_existing_virtualenvs = True
 CPU_TORCH = "torch==2.13.0"
 # Pinned: a new ruff or mypy release adds rules, and CI must not turn red on its own.
 LINTERS = ("ruff==0.17.6", "mypy==2.4.1", "import-linter==2.16")
+# Pinned for the same reason; the docs need no perfsuite install (the generated tables are checked by tests).
+DOCS = ("mkdocs==1.6.1", "mkdocs-material==9.8.1")
+QUIET_MKDOCS = {"NO_MKDOCS_2_WARNING": "1"}  # Material's end-of-life notice is not a docs warning
 SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 
@@ -53,6 +57,13 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation under docs/, built with MkDocs Material in strict mode: warnings and broken links fail."""
+    session.install(*DOCS)
+    session.run("mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site", env=QUIET_MKDOCS)
 
 
 @nox.session(venv_params=VENV_PARAMS)

@@ -1,8 +1,8 @@
-"""Generate the catch table in README.md from the fault catalog and the recorded self-test.
+"""Generate the catch table in docs/catch.md from the fault catalog and the recorded self-test.
 
     python scripts/catch_table.py --run [--aa 5]     # run the self-test, record it, rewrite the table
     python scripts/catch_table.py                   # rewrite the table from the recorded results
-    python scripts/catch_table.py --check           # exit 1 if README's table is not the generated one
+    python scripts/catch_table.py --check           # exit 1 if docs/catch.md's table is not the generated one
 
 The self-test (perfsuite.tools.catch.self_test) runs each reference once, each fault
 once, and ``--aa`` more runs of each unchanged reference; the Results go to
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from perfsuite.tools.catch import CatchReport, current_table, rejudge, render_table, self_test, splice  # noqa: E402
 
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
-README = ROOT / "README.md"
+CATCH_PAGE = ROOT / "docs" / "catch.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         "--faults", nargs="*", help="with --run: only these faults (default: all); updates their rows of the record"
     )
     parser.add_argument("--device", default="cpu", help="with --run: cpu or cuda")
-    parser.add_argument("--check", action="store_true", help="exit 1 if README's table differs from the generated one")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page holds another table")
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--page", type=Path, default=CATCH_PAGE, help="the markdown page holding the table")
     args = parser.parse_args(argv)
 
     if args.run:
@@ -62,17 +62,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     report = rejudge(CatchReport.load(args.results))
     table = render_table(report)
-    readme = args.readme.read_text(encoding="utf-8") if args.readme.is_file() else ""
+    readme = args.page.read_text(encoding="utf-8") if args.page.is_file() else ""
     if args.check:
         if current_table(readme) != table:
             print(
-                f"{args.readme.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
+                f"{args.page.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
                 file=sys.stderr,
             )
             return 1
         return 0
     report.save(args.results)  # the recorded decisions are today's engine's
-    args.readme.write_text(splice(readme, table), encoding="utf-8")
+    args.page.write_text(splice(readme, table), encoding="utf-8")
     print(table)
     return 0
 

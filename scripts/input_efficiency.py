@@ -1,6 +1,6 @@
 """input_efficiency of every reference workload at smoke scale on this machine: one run per row.
 
-    python scripts/input_efficiency.py            # prints the README's markdown table (check `uptime` first)
+    python scripts/input_efficiency.py            # prints the markdown table of docs/metrics.md (check `uptime` first)
 
 Each run: 20 measured steps, 3 warm-up, 5 speed-of-light steps, no probes (the runner's own
 measurement only), CPU device; augmentation on the CPU workers or batched on the device; 0 or 2 workers.

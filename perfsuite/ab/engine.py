@@ -1,7 +1,7 @@
 """``perfsuite ab BASE HEAD [pytest args]``: two revisions, interleaved in one session, on one machine.
 
 Comparing one stored run with one fresh run cannot separate a 10% slowdown
-from a shared machine's drift (README, "Baselines and verdicts"). This
+from a shared machine's drift (docs/baselines.md). This
 command compares within one session instead:
 
 1. Both revisions are checked out with ``git worktree add --detach`` into a
@@ -186,7 +186,7 @@ def run_side(
 
 
 # The per-run statistic of step times the paired verdict is on. Contention only ever adds time to a step, so a
-# run's fastest steps are its least disturbed. Measured on the power table's pools (README; chosen on those same
+# run's fastest steps are its least disturbed. Measured on the power table's pools (docs/ab.md; chosen on those same
 # pools, so in-sample): per-pair spread of log ratios, quiet / one busy process: median 0.115 / 0.307, p10
 # 0.099 / 0.176, min 0.126 / 0.206; real +10% detected (<= 15 rounds) under one busy process: median 13%,
 # p10 91.5%, min 98.5%, A/A false alarms 0.5%, 2.0%, 0.5%. Quiet, all three: 0% and 100%.

@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=list(RUN_STATISTICS),
         default=DEFAULT_STATISTIC,
         help=f"each run's step time the pairs compare (default {DEFAULT_STATISTIC}: its least disturbed step; "
-        "README, the power table)",
+        "docs/ab.md, the power table)",
     )
     p.add_argument(
         "--env",

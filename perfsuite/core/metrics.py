@@ -418,7 +418,7 @@ KIND_RULES = {
 
 
 def render_table() -> str:
-    """The README's metrics table, generated from the registry (tests check README holds this text)."""
+    """The metrics table of docs/metrics.md, generated from the registry (a test checks the page holds this text)."""
     lines = [
         "| metric | unit | kind: how it is compared | better | family (messages) | probe | what |",
         "|---|---|---|---|---|---|---|",

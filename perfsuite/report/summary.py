@@ -5,46 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perfsuite.core.results import Result
-from perfsuite.judge.verdict import Outcome
 from perfsuite.report.verdicts import cut
-
-COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
-# Markdown order: what needs a look first.
-_RANK = {
-    Outcome.FAIL: 0,
-    Outcome.REGRESSED: 0,
-    Outcome.CHANGED: 0,
-    Outcome.INCONCLUSIVE: 1,
-    Outcome.UNAVAILABLE: 2,
-    Outcome.NEW: 3,
-    Outcome.IMPROVED: 4,
-    Outcome.UNCHANGED: 5,
-    Outcome.PASS: 6,
-}
-# Summary line order.
-_SUMMARY_ORDER = (
-    Outcome.FAIL,
-    Outcome.REGRESSED,
-    Outcome.CHANGED,
-    Outcome.INCONCLUSIVE,
-    Outcome.UNAVAILABLE,
-    Outcome.NEW,
-    Outcome.IMPROVED,
-    Outcome.UNCHANGED,
-    Outcome.PASS,
-)
-COLOURS = {
-    Outcome.FAIL: "#d62728",
-    Outcome.REGRESSED: "#d62728",
-    Outcome.CHANGED: "#9467bd",
-    Outcome.IMPROVED: "#2ca02c",
-    Outcome.UNCHANGED: "#7f7f7f",
-    Outcome.PASS: "#7f7f7f",
-    Outcome.INCONCLUSIVE: "#ff7f0e",
-    Outcome.UNAVAILABLE: "#bcbd22",
-    Outcome.NEW: "#1f77b4",
-}
-
 
 PEOPLE_COLUMNS = (
     "test",

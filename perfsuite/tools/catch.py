@@ -14,7 +14,7 @@ A/A: the unchanged reference, run again, goes through the very same
 :func:`decide` for every fault on that reference; any catch is a false alarm.
 The Results themselves are recorded (tests/faults/data/), so the table is
 regenerated from them through the engine and a test fails if the two ever
-disagree. ``scripts/catch_table.py`` runs this and writes the table into README.
+disagree. ``scripts/catch_table.py`` runs this and writes the table into docs/catch.md.
 """
 
 from __future__ import annotations
@@ -399,7 +399,7 @@ START, END = "<!-- catch-table:start -->", "<!-- catch-table:end -->"
 
 
 def splice(readme: str, table: str) -> str:
-    """README text with the table between the markers (the section is appended if the markers are missing)."""
+    """The page's text with the table between the markers (the section is appended if the markers are missing)."""
     block = f"{START}\n{table}{END}"
     if START in readme and END in readme:
         head, rest = readme.split(START, 1)

@@ -1,4 +1,4 @@
-"""The fault catalog, the decision rules on hand-made results, and the README catch table (no runs here)."""
+"""The fault catalog, the decision rules on hand-made results, and the docs' catch table (no runs here)."""
 
 from __future__ import annotations
 
@@ -215,13 +215,13 @@ def test_the_table_and_the_engine_agree_on_every_recorded_result() -> None:
     assert again.aa == report.aa
 
 
-def test_readme_catch_table_is_the_generated_one() -> None:
+def test_the_docs_catch_table_is_the_generated_one() -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("catch_table", ROOT / "scripts" / "catch_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.main(["--check"]) == 0, "README's catch table is stale: run `python scripts/catch_table.py`"
+    assert module.main(["--check"]) == 0, "docs/catch.md's catch table is stale: run `python scripts/catch_table.py`"
 
 
 def test_table_marks_gpu_faults_not_verified_and_splices_between_markers() -> None:
