@@ -49,7 +49,11 @@ def _plant(where: str, ms: int) -> Any:
                 clock.sleep(seconds)
                 return grad
 
-            pipeline.model.register_forward_hook(lambda m, a, out: out.register_hook(sleep) if out.requires_grad else None)
+            def on_output(module: Any, args: Any, out: Any) -> None:  # returns None: the output stays as it is
+                if out.requires_grad:
+                    out.register_hook(sleep)
+
+            pipeline.model.register_forward_hook(on_output)
         elif where == "optimizer" and rank == 1:
             original = pipeline.optimizer.step
 
@@ -81,7 +85,13 @@ def _spec(steps: int) -> Any:
     cache = os.environ.get("PERFSUITE_CACHE")
     knobs = Knobs.from_flat(device="cpu", aug="none", num_workers=0)
     return RunSpec(
-        "face_parsing", "smoke", knobs, steps=steps, warmup=2, observe_steps=0, sol_steps=0,
+        "face_parsing",
+        "smoke",
+        knobs,
+        steps=steps,
+        warmup=2,
+        observe_steps=0,
+        sol_steps=0,
         cache_dir=Path(cache) if cache else None,
     )
 

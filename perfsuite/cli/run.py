@@ -123,13 +123,20 @@ def format_run(result: Any) -> str:
         f"  {'step ms median':<16}{step.value:>12.2f}",
         f"  {'step ms p90':<16}{step.detail.get('p90', float('nan')):>12.2f}",
     ]
-    shown_with_ranks = ("straggler_wait_frac", "input_skew_frac", "scaling_efficiency")
+    shown_with_ranks = (
+        "straggler_wait_frac",
+        "input_skew_frac",
+        "scaling_efficiency",
+        "dataset_passes_per_epoch",
+        "cpu_oversubscription",
+    )
     for name, metric in result.metrics.items():
         if name in ("samples_per_s", "step_ms") or (result.ranks and name in shown_with_ranks):
             continue
         shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
         text = shown if metric.available else f"unavailable ({metric.reason})"
-        lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+        width = max(16, len(name) + 1)
+        lines.append(f"  {name:<{width}}{text:>12}" if metric.available else f"  {name:<{width}}{text}")
     syncs = result.metric("syncs_per_step")
     lines += [
         f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
