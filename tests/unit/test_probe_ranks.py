@@ -6,8 +6,6 @@ communication hook: DDP calls it whatever the world size.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 import torch.distributed as dist
@@ -106,7 +104,7 @@ def test_step_phases_refuse_steps_with_two_backwards() -> None:
     assert phases == {} and "gradient accumulation" in why
 
 
-def _train(steps: int, probe: RankProbe | None, find_unused: bool = False) -> tuple[list[torch.Tensor], RankProbe]:
+def _train(steps: int, find_unused: bool = False) -> tuple[list[torch.Tensor], RankProbe]:
     from perfsuite.probes.base import RunContext
 
     torch.manual_seed(0)
@@ -121,10 +119,8 @@ def _train(steps: int, probe: RankProbe | None, find_unused: bool = False) -> tu
 
     job = Job()
     job.model, job.loader = model, loader
-    probe = probe or RankProbe()
-    ctx = RunContext(None, None, None, "cpu", None, 8, 1, job)  # type: ignore[arg-type]
-    if probe is not None:
-        probe.setup(ctx)
+    probe = RankProbe()
+    probe.setup(RunContext(None, None, None, "cpu", None, 8, 1, job))  # type: ignore[arg-type]
     x = torch.randn(steps, 16, 4, generator=torch.Generator().manual_seed(1))
     for i in range(steps):
         with probe.observe():
@@ -146,7 +142,7 @@ def test_the_timestamping_comm_hook_trains_bit_for_bit_like_ddps_own(one_rank_gr
         model(x[i]).square().mean().backward()
         opt.step()
     plain = [p.detach().clone() for p in model.parameters()]
-    probed, probe = _train(3, None)
+    probed, probe = _train(3)
     assert all(torch.equal(a, b) for a, b in zip(plain, probed))
     assert probe.sync_forward is True  # BatchNorm buffers: DDP broadcasts them at each forward
     assert {k: len(v) for k, v in probe._events.items()} == dict.fromkeys(probe._events, 3)
@@ -156,8 +152,8 @@ def test_find_unused_parameters_with_nothing_unused_is_flagged(one_rank_group) -
     from perfsuite.probes.base import WindowTimings
 
     timings = WindowTimings(0.0, 1.0, 2, 8)
-    _, needless = _train(2, None, find_unused=True)
-    _, fine = _train(2, None, find_unused=False)
+    _, needless = _train(2, find_unused=True)
+    _, fine = _train(2, find_unused=False)
     flags = {p.name: p for p in needless.metrics(timings)}, {p.name: p for p in fine.metrics(timings)}
     assert flags[0]["ddp_unused_search"].value is True
     assert flags[1]["ddp_unused_search"].value is False
@@ -184,39 +180,3 @@ def test_epoch_record_counts_samples_in_batches_and_singles() -> None:
     record.add([1, 2, 3])
     record.add(7)
     assert record.count == 4 and len(record.digest) == 32
-
-
-def test_supervisor_reports_a_ranks_timeout_with_the_other_ranks_stacks(tmp_path) -> None:
-    """The failure report of a launch, read from the files its ranks left (no processes here)."""
-    import subprocess
-    import sys
-
-    from perfsuite.errors import RankError, RunTimeout
-    from perfsuite.harness.supervise import Supervisor
-    from perfsuite.harness.watchdog import WatchdogConfig
-
-    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
-    proc.wait()
-    for k in (0, 1):
-        (tmp_path / f"rank{k}.json").write_text(
-            json.dumps({"rank": k, "pid": 10 + k, "phase": "window", "limit_s": 3.0, "since": 0.0})
-        )
-    (tmp_path / "rank0.stacks").write_text('File "ddp.py", line 1 in all_reduce')
-    error = {"type": "RunTimeout", "message": "the window phase passed the deadline", "phase": "window"}
-    (tmp_path / "rank1.error").write_text(json.dumps({**error, "deadline_s": 3.0, "rank": 1}))
-    supervisor = Supervisor(proc, tmp_path, 2, WatchdogConfig())
-    with pytest.raises(RunTimeout) as info:
-        supervisor.wait()
-    assert info.value.phase == "window" and str(info.value).startswith("rank 1: the window phase")
-    assert "rank 0 (pid 10, last phase entered: window)" in str(info.value) and "all_reduce" in str(info.value)
-    (tmp_path / "rank1.error").write_text(json.dumps({**error, "type": "ValueError", "traceback": "tb"}))
-    with pytest.raises(RankError, match="rank 1 failed in window: ValueError"):
-        Supervisor(proc, tmp_path, 2, WatchdogConfig()).wait()
-
-
-def test_behind_names_the_rank_that_did_not_reach_the_collective() -> None:
-    from perfsuite.harness.supervise import behind
-
-    assert behind({0: (4, 3), 1: (4, 2)}).startswith("rank 1 did not reach the collective")
-    assert "DDP forwards reached: rank 0 5, rank 1 4, rank 2 5" in behind({0: (5, 4), 1: (4, 4), 2: (5, 4)})
-    assert behind({0: (4, 4), 1: (4, 4)}) == ""
