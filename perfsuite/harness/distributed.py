@@ -269,7 +269,6 @@ def launch(
     share_gpus: bool = False,
     omp_threads: int | None = None,
     imports: Sequence[str] = (),
-    keep_dir: Path | None = None,
 ) -> list[Result]:
     """Run ``runs`` one after another on ``nproc`` ranks in one torchrun launch; one merged Result per run."""
     from perfsuite.harness.supervise import Supervisor
@@ -311,8 +310,6 @@ def launch(
             results.append(Result.from_json(path.read_text(encoding="utf-8")))
         return results
     finally:
-        if keep_dir is not None:
-            shutil.copytree(run_dir, keep_dir, dirs_exist_ok=True)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -366,7 +363,9 @@ def scaling(
             f"scaling_rounds={rounds} with nproc_per_node={nproc}: scaling compares one rank with N, so write "
             "nproc_per_node=2 or more"
         )
-    workers = int(spec.knobs.loader.num_workers) if not rank_run(spec, faults).job else 0
+    from perfsuite.jobs.registry import is_job_target
+
+    workers = 0 if is_job_target(spec.workload) else int(spec.knobs.loader.num_workers)
     threads = plan_launch(nproc, spec.knobs.device, workers, share_gpus, omp_threads).omp_threads
     main = run_distributed(spec, nproc, faults=faults, share_gpus=share_gpus, omp_threads=threads, imports=imports)
     if rounds == 0:
