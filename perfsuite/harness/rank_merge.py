@@ -89,6 +89,8 @@ def merge(reports: Sequence[RankReport], cores: int) -> Result:
         metrics[name], note = worst(name, {r.rank: r.result.metric(name) for r in reports})
         if note:
             notes.append(note)
+    if "input_efficiency" in metrics:
+        metrics["input_efficiency"] = bounded_efficiency(metrics["input_efficiency"], len(reports))
     samples: dict[str, list[float]] = {"step_ms": step_ms}
     wait_rank = _rank_of(metrics.get("data_wait_frac"))
     for key in ("fetch_ms", "data_wait"):
@@ -105,6 +107,26 @@ def merge(reports: Sequence[RankReport], cores: int) -> Result:
     knobs = {**first.knobs, "nproc_per_node": len(reports), "omp_num_threads": reports[0].threads}
     all_notes = list(dict.fromkeys(note for r in reports for note in r.result.notes)) + notes
     return replace(first, knobs=knobs, metrics=metrics, samples=samples, notes=tuple(all_notes), ranks=ranks)
+
+
+def bounded_efficiency(metric: Metric, nproc: int) -> Metric:
+    """input_efficiency on several ranks, never above 1.
+
+    Each rank's speed-of-light steps still wait for the other ranks at every all-reduce, so they are not the
+    step without its loader alone; when even the worst rank's window beat them, the ratio says the machine
+    (load, the other ranks) set both, and it is not reported as an efficiency.
+    """
+    if not metric.available or float(metric.value) <= 1.0:  # type: ignore[arg-type]
+        return metric
+    return Metric(
+        metric.name,
+        None,
+        metric.unit,
+        reason=f"on {nproc} ranks the window ran faster than the speed-of-light steps (x{float(metric.value):.3f} "  # type: ignore[arg-type]
+        f"on rank {metric.detail.get('rank')}, the worst rank): those steps also wait for the other ranks at each "
+        "all-reduce, and under load the ratio is not an efficiency",
+        detail=metric.detail,
+    )
 
 
 def _rank_of(metric: Metric | None) -> int:

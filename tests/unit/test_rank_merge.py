@@ -199,3 +199,11 @@ def test_ranks_out_of_order_are_refused_naming_the_field() -> None:
 def test_fingerprint_is_rank_zeros() -> None:
     merged = merge([_report(0), _report(1)], cores=2)
     assert isinstance(merged.fingerprint, Fingerprint) and merged.fingerprint == FIXED
+
+
+def test_input_efficiency_above_one_is_not_reported_as_a_figure() -> None:
+    faster = _report(0, result=_result([10.0] * STEPS, wait=-0.3))  # 0.9 - wait = 1.2 on both ranks
+    merged = merge([faster, _report(1, result=_result([10.0] * STEPS, wait=-0.25))], cores=2)
+    m = merged.metric("input_efficiency")
+    assert not m.available and "x1.150 on rank 1, the worst rank" in m.reason
+    assert merge([_report(0), _report(1)], cores=2).value("input_efficiency") == pytest.approx(0.8)
