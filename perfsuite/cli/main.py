@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from perfsuite.errors import PerfsuiteError
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "compare", "ab")
+COMMANDS = ("list", "run", "compare", "ab", "tune", "monitor")
 
 
 def build_parser() -> argparse.ArgumentParser:

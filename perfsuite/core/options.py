@@ -171,6 +171,16 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FAULT",
     ),
     Option(
+        "knob",
+        list,
+        (),
+        "set a loader knob in every perf_run of the session, over the test's own: NAME=VALUE with NAME one of "
+        "num_workers, prefetch_factor, pin_memory, persistent_workers, batch_size, drop_last (perfsuite tune runs "
+        "a perf test this way); repeatable",
+        metavar="NAME=VALUE",
+        pyproject=False,
+    ),
+    Option(
         "worker_gpus",
         str,
         "auto",

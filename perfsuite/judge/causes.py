@@ -50,6 +50,24 @@ def explain(verdict: Verdict, result: Result) -> Cause | None:
     return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
 
 
+def untuned(knobs: Mapping[str, Any], tuned: Mapping[str, Any]) -> list[str]:
+    """Each knob the run no longer has as perfsuite tune chose it: ``num_workers=0 (tuned: 2)``."""
+    return [
+        f"{name}={knobs.get(name)!r} (perfsuite tune chose {name}={value!r})"
+        for name, value in tuned.items()
+        if name in knobs and knobs.get(name) != value
+    ]
+
+
+def with_tuning(cause: Cause | None, result: Result, tuned: Mapping[str, Any]) -> Cause | None:
+    """The cause, led by the tuned knobs this run undoes (the thresholds' ``tuned`` table), if any."""
+    undone = untuned(result.knobs, tuned) if tuned else []
+    if not undone:
+        return cause
+    label = f"undoes the tuning{': ' + cause.label if cause else ''}"
+    return Cause(label, (*undone, *(cause.reasons if cause else ())))
+
+
 def failure_line(verdict: Verdict, cause: Cause | None) -> str:
     """``data-bound: data_wait_frac 0.62 > 0.05 (augmentation on CPU workers, num_workers=2)``."""
     if cause is None:

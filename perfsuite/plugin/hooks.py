@@ -234,6 +234,7 @@ class PerfRun:
                 mutation(built)
 
         combined = combined_mutation if mutations else None
+        knobs.update(s.knobs)  # --perfsuite-knob: loader knobs over the test's own (how perfsuite tune runs a test)
         if is_job_target(workload):
             if s.inject:
                 raise PerfsuiteError(
@@ -273,10 +274,15 @@ class PerfRun:
             pytest.skip(f"perfsuite: {exc}")
         except (RunTimeout, RankError) as exc:  # a hung worker, step or rank: fail this test, the session goes on
             pytest.fail(f"perfsuite: {exc}", pytrace=False)
-        if s.inject:
+        if s.inject or s.knobs:
             import dataclasses
 
-            result = dataclasses.replace(result, notes=(*result.notes, f"injected fault: {', '.join(s.inject)}"))
+            notes = [f"injected fault: {', '.join(s.inject)}"] if s.inject else []
+            if s.knobs:
+                notes.append(
+                    "loader knobs set by --perfsuite-knob: " + ", ".join(f"{k}={v}" for k, v in s.knobs.items())
+                )
+            result = dataclasses.replace(result, notes=(*result.notes, *notes))
         first = not self._state.pending.get(self._node.nodeid)
         self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
         self._to_benchmark(result_id, result, first)

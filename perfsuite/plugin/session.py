@@ -32,7 +32,7 @@ from perfsuite.judge.engine import compare_results
 from perfsuite.judge.exact import ExactBaselines, check_exact, exact_values, key_for
 from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.plugin.settings import Settings, machine_class, machine_thresholds
+from perfsuite.plugin.settings import Settings, machine_class, machine_thresholds, machine_tuned
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).
 _DECISIVE = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
@@ -57,6 +57,7 @@ class Judgement:
     thresholds: int = 0
     decided: bool = False
     saved: list[Path] = field(default_factory=list)
+    tuned: dict[str, Any] = field(default_factory=dict)  # the knobs perfsuite tune chose (pyproject), if any
 
     @property
     def skip_reason(self) -> str | None:
@@ -102,6 +103,9 @@ class PerfSession:
         try:
             for rec in records:
                 self.results[rec.result_id] = rec.result
+                out.tuned = machine_tuned(
+                    self.settings, machine_class(rec.result.fingerprint.gpu_model), test_name, nodeid
+                )
                 if rec.check:
                     self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
                 if self.settings.compare:
@@ -225,7 +229,7 @@ class PerfSession:
     def _explained(self, verdict: Verdict, result: Result, out: Judgement) -> Verdict:
         if not verdict.failed:
             return verdict
-        cause = causes.explain(verdict, result)
+        cause = causes.with_tuning(causes.explain(verdict, result), result, out.tuned)
         out.failures.append(f"{verdict.test_id}: {causes.failure_line(verdict, cause)}")
         return verdict.with_cause(str(cause) if cause else None)
 

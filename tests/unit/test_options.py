@@ -25,7 +25,13 @@ def test_every_pytest_option_is_a_pyproject_key_or_a_run_action() -> None:
     assert set(flags) == {o.flag for o in options.OPTIONS if o.pytest}
     for o in options.OPTIONS:
         assert o.pyproject == (o.name in settings._KEYS)
-    assert {o.name for o in options.OPTIONS if o.pytest and not o.pyproject} == {"save", "compare", "update_exact"}
+    # knob: a session's override of every test's loader knobs (perfsuite tune's), never a project setting
+    assert {o.name for o in options.OPTIONS if o.pytest and not o.pyproject} == {
+        "save",
+        "compare",
+        "update_exact",
+        "knob",
+    }
     assert all(kwargs.get("default") is None for kwargs in flags.values())  # so pyproject can fill in
 
 

@@ -9,6 +9,7 @@ from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import Result
 from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes import Probe, all_probes
+from perfsuite.probes.gpm import GPM_NAMES
 
 RUNNER = {s.name for s in metrics.all_specs() if s.probe == "runner"}
 # Made only on several ranks: by the rank probe in each rank and the merge on rank 0 (tests/faults/test_ddp.py).
@@ -60,6 +61,7 @@ def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> 
         "graph_breaks",
         "recompiles",
         "compile_s",
+        *GPM_NAMES,  # GPU Performance Monitoring: NVML on a GPU, unavailable on a CPU run
     }
     assert all(result.metric(n).reason for n in unavailable)
     assert result.value("syncs_per_step") == 1.0
