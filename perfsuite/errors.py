@@ -116,3 +116,16 @@ class PropertyArgumentError(AugmentationError):
 
     The message names the parameter as the caller wrote it and a value that works.
     """
+
+
+class RankError(PerfsuiteError):
+    """A rank of a run on several ranks failed or died (perfsuite.harness.distributed).
+
+    ``rank`` names the first rank that failed (None when it cannot be told) and
+    ``stacks`` holds each rank's Python stacks as dumped when the run was stopped.
+    """
+
+    def __init__(self, message: str, rank: int | None = None, stacks: str = "") -> None:
+        super().__init__(message)
+        self.rank = rank
+        self.stacks = stacks

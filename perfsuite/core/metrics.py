@@ -399,6 +399,90 @@ _builtin(
 )
 
 
+_builtin(
+    # Runs on several ranks (perfsuite.harness.distributed): the job as a whole, from every rank's figures.
+    MetricSpec(
+        "straggler_wait_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "straggler rank",
+        "ranks",
+        "share of each step the first rank waits for the last at the step's collectives (forward buffer "
+        "broadcast, first gradient bucket), from each rank's busy time since the previous one; detail: the "
+        "straggler rank and the phase that makes it late",
+        samples="straggler_wait",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "input_skew_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "input straggler",
+        "ranks",
+        "per step, the largest rank's share of step time in next(loader) minus the median rank's; detail: the "
+        "rank whose loader lags",
+        samples="input_skew",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "scaling_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "scaling",
+        "ranks",
+        "samples/s on N ranks over N x samples/s on one rank, at the same per-rank batch, from interleaved "
+        "runs; detail: its confidence interval",
+        tolerance=0.10,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "dataset_passes_per_epoch",
+        "passes",
+        "fraction",
+        "lower",
+        "DDP sharding",
+        "ranks",
+        "samples all ranks draw in one epoch over the dataset's length: 1 with a DistributedSampler, N when "
+        "every rank reads the whole dataset",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "repeated_epoch_orders",
+        "epochs",
+        "exact",
+        "lower",
+        "DDP shuffling",
+        "ranks",
+        "epochs whose sampled index order repeats an earlier epoch's on the same rank (set_epoch not called)",
+    ),
+    MetricSpec(
+        "cpu_oversubscription",
+        "threads/core",
+        "fraction",
+        "lower",
+        "CPU oversubscribed",
+        "ranks",
+        "ranks x (intra-op threads + DataLoader workers) over the usable cores; above 1 they take turns",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "ddp_unused_search",
+        "",
+        "flag",
+        "lower",
+        "DDP unused-parameter search",
+        "ranks",
+        "find_unused_parameters=True while every parameter got its gradient in the observed steps: DDP walks "
+        "the autograd graph after each forward for nothing",
+    ),
+)
+
+
 KIND_RULES = {
     "exact": "exact, both ways",
     "flag": "exact",

@@ -171,11 +171,12 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         job = bind(view.as_job())
     device = job.device
     ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
-    batches = BatchStream(job.loader)
+    batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
     dog = Watchdog(spec.watchdog, loader=batches)
     clock = _StepClock(device)
     fetch_s: list[float] = []
     host_s: list[float] = []
+    step_start_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     delivered = 0
     last_batch: Any = None
@@ -225,6 +226,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     clock.mark()
                     for k in range(spec.steps):  # noqa: B007 - k names the step a Ctrl-C lands in
                         t0 = time.perf_counter()
+                        step_start_s.append(t0)
                         epochs = batches.epochs
                         batch = next(batches)
                         t1 = time.perf_counter()
@@ -292,6 +294,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         samples=delivered,
         host_step_s=host_s,
         epoch_fetch_ms=epoch_fetch_ms,
+        step_start_s=step_start_s,
     )
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):

@@ -57,7 +57,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -72,6 +72,11 @@ DEFAULT_FACTOR = 20.0
 
 # The signal workers dump their stacks on. POSIX only; elsewhere workers' stacks are not collected.
 STACK_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
+
+# Told (phase, deadline in seconds) as each phase starts and (phase, None) as it ends, so a process that
+# supervises this one from outside (perfsuite.harness.distributed, for ranks) can enforce the same deadline
+# when a hang sits in a C call this process's own alarm cannot interrupt.
+PHASE_LISTENERS: list[Callable[[str, float | None], None]] = []
 
 
 @dataclass(frozen=True)
@@ -317,6 +322,8 @@ class Watchdog:
         limit = float(deadline_s) if deadline_s is not None else self.deadline(steps)
         self._active, self._pending = name, None
         disarm = self._arm(name, limit) if self.config.enabled else None
+        for listener in PHASE_LISTENERS:
+            listener(name, limit if self.config.enabled else None)
         try:
             yield
         except _Expired:
@@ -330,6 +337,8 @@ class Watchdog:
             if disarm is not None:
                 disarm()
             self._active = None
+            for listener in PHASE_LISTENERS:
+                listener(name, None)
 
     # -- arming -------------------------------------------------------------------------------------------
 

@@ -230,6 +230,9 @@ class PerfRun:
         check: bool = True,
         probes: Any = None,
         mutate: Any = None,
+        nproc_per_node: int = 1,
+        scaling_rounds: int = 0,
+        share_gpus: bool = False,
         **knobs: Any,
     ) -> Result:
         """Run ``workload`` with flat knobs; return its Result.
@@ -248,9 +251,15 @@ class PerfRun:
         (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
         it from the marker's thresholds. A knob this device cannot run
         (amp='fp16' on a CPU) skips the test with the reason.
+
+        ``nproc_per_node=N`` runs it on N ranks through torchrun (DDP; a job
+        factory and ``mutate`` must then be module-level functions, which each
+        rank imports) and returns the merged Result, each rank's figures in
+        ``Result.ranks``; ``scaling_rounds=R`` adds scaling_efficiency from R
+        interleaved one-rank and N-rank launches (docs/distributed.md).
         """
         from perfsuite.core.knobs import Knobs
-        from perfsuite.errors import DatasetError, DeviceError, RunTimeout
+        from perfsuite.errors import DatasetError, DeviceError, RankError, RunTimeout
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
@@ -298,10 +307,13 @@ class PerfRun:
             )  # mutate: faults in the step's code
         failure = None
         try:
-            result = run(spec, probes)
+            if nproc_per_node > 1 or scaling_rounds:
+                result = self._distributed(spec, mutate, nproc_per_node, scaling_rounds, share_gpus, probes)
+            else:
+                result = run(spec, probes)
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
-        except (RunTimeout, DatasetError) as exc:  # a hang, a damaged or unwritable cache: this test fails
+        except (RunTimeout, RankError, DatasetError) as exc:  # a hang, a failed rank, a damaged cache: this test fails
             failure = f"perfsuite: {exc}"
         except OSError as exc:  # a path perfsuite writes (the dataset cache): one line, not a traceback
             failure = f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
@@ -320,6 +332,21 @@ class PerfRun:
         self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
         self._to_benchmark(result_id, result, first)
         return result
+
+    def _distributed(self, spec: Any, mutate: Any, nproc: int, rounds: int, share_gpus: bool, probes: Any) -> Result:
+        """The run on ``nproc`` ranks: injected faults travel by name, ``mutate`` by its module and name."""
+        import dataclasses
+
+        from perfsuite.harness.distributed import scaling
+        from perfsuite.harness.faults import get_fault
+
+        if probes is not None:
+            raise PerfsuiteError(
+                "perf_run(probes=...) with nproc_per_node > 1: each rank runs every probe perfsuite has (and the "
+                "rank probe); drop probes= or run on one rank"
+            )
+        faults = [n for n in self._state.settings.inject if get_fault(n).mutation is not None]
+        return scaling(dataclasses.replace(spec, mutate=mutate), nproc, rounds, faults=faults, share_gpus=share_gpus)
 
     def _result_id(self, label: str | None) -> str:
         from perfsuite.plugin.invocation import result_nodeid
@@ -588,6 +615,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         tr.write_line("")
+        from perfsuite.report.ranks import format_ranks
+
+        for rid, result in perf.results.items():
+            if result.ranks:
+                tr.write_line(f"{rid}:\n{format_ranks(result)}\n")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))
