@@ -32,6 +32,14 @@ EVIDENCE = {
     "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
     "channels_last_input": "input float32 channels_last",
     "print_loss": "Tensor.__format__ at perfsuite/harness/faults.py:",
+    "no_distributed_sampler": "dataset_passes_per_epoch 1 -> 2 (exact)",
+    "set_epoch_missing": "repeated_epoch_orders 0 -> 3 (exact)",
+    "workers_times_ranks": "cpu_oversubscription",  # its values follow the machine's usable cores
+    "rank0_loss_read": "Tensor.item at perfsuite/harness/faults.py:",
+    "find_unused_parameters": "ddp_unused_search False -> True (exact)",
+    "straggler_loader": "input_skew_frac",
+    "straggler_backward": "straggler_wait_frac",
+    "straggler_optimizer": "straggler_wait_frac",
 }
 
 
