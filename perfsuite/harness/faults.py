@@ -248,6 +248,18 @@ def seed_label_augment(pipeline: Pipeline) -> None:
     pipeline.gpu_augment = SeedConcat(num_classes=int(pipeline.workload.num_classes or 19)).to(pipeline.device)
 
 
+def seed_flip_without_swap(pipeline: Pipeline) -> None:
+    """gpu_augment flips without swapping left/right classes (seed 000's np.fliplr on image and mask)"""
+    import dataclasses
+
+    from perfsuite.augment.gpu import GpuAugment
+
+    augment = pipeline.gpu_augment
+    assert isinstance(augment, GpuAugment), "the labels reference augments on the GPU"
+    recipe = dataclasses.replace(augment.recipe, flip=dataclasses.replace(augment.recipe.flip, pairs=()))
+    pipeline.gpu_augment = GpuAugment(recipe, augment.target_kind, fill=augment.fill).to(pipeline.device)
+
+
 def seed_images_only_cutmix(pipeline: Pipeline) -> None:
     """batch_mix = seed 000's images-only RandomCutMixV2 (p=1)"""
     from perfsuite.augment.seed_variants import ImagesOnlyCutMix
@@ -661,6 +673,19 @@ FAULTS: dict[str, Fault] = {
             rule="exact",
             device="cpu",
             cause="seed 000's GPUAugmentation resamples the mask as an image channel and clamps it to 0..18",
+        ),
+        Fault(
+            "flip_without_swap",
+            "000 _apply_augmentation (np.fliplr)",
+            "a horizontal flip of image and mask that keeps the left/right classes: the mirrored left eye, brow "
+            "and ear are trained as the left ones",
+            "labels",
+            mutation=seed_flip_without_swap,
+            requires={"aug": "gpu"},
+            signal="label_violations",
+            rule="exact",
+            device="cpu",
+            cause="the flip mirrors faces without swapping their left and right classes",
         ),
         Fault(
             "images_only_cutmix",

@@ -19,7 +19,8 @@ looks at the batch as the loader gave it and at the target the loss gets:
   pixels where the image shows another label than the mask, away from
   region boundaries, are image/mask pairs the mix broke;
 * property (masks, GPU augmentation): the pipeline's augmentation goes through
-  :func:`perfsuite.augment.checks.check_example` on this batch's masks; each
+  :func:`perfsuite.augment.checks.check_example` on this batch's masks, with the
+  workload's left/right ``flip_pairs`` declared (a flip must swap them); each
   failing step counts one, with the checker's message.
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
@@ -236,6 +237,7 @@ class LabelProbe(Probe):
                 num_classes=int(wl.num_classes or 0),
                 ignore=wl.ignore_index if wl.ignore_index is not None else fill,
                 fill=fill,
+                flip_pairs=wl.flip_pairs,
             )
 
     def _check_pairing(self, mix: Any, masks: Any, step: int) -> None:
@@ -274,12 +276,28 @@ class LabelProbe(Probe):
             unpaired += n
         self.counts["unpaired"] += unpaired
 
-    def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int, fill: int) -> None:
+    def _check_property(
+        self,
+        augment: Any,
+        masks: Any,
+        step: int,
+        *,
+        num_classes: int,
+        ignore: int,
+        fill: int,
+        flip_pairs: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        """The augmentation's properties on this batch's masks; ``flip_pairs`` are the WORKLOAD's (what its labels
+        mean), never the augmentation's own, so a flip that forgets the swap is caught."""
         from perfsuite.augment.checks import Declared, PropertyViolation, TorchBatched, check_example
+        from perfsuite.augment.labels import LabelSpace
         from perfsuite.errors import AugmentationError
 
         assert self._ctx is not None
-        declared = Declared(num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True)
+        flip_map = LabelSpace.declare(num_classes, ignore, fill, "int64", flip_pairs or None).flip_map
+        declared = Declared(
+            num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True, flip_map=flip_map
+        )
         try:
             check_example(TorchBatched(augment, device=self._ctx.device), masks, step, declared)
         except PropertyViolation as exc:

@@ -23,6 +23,7 @@ EVIDENCE = {
     "amp_bool": "amp_lowp_frac 1 -> 0 (exact)",
     "compile_off": "graph_breaks was 0 and is now unavailable: compile=None",
     "seed_label_augment": "label_violations 0 ->",
+    "flip_without_swap": "label_violations 0 ->",
     "images_only_cutmix": "images moved without their masks",
     "images_only_mixup": "images moved without their masks",
     "persistent_workers_off": "epoch_fetch_ms median",
