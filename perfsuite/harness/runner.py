@@ -20,7 +20,8 @@ from typing import Any
 
 from perfsuite.core.knobs import Knobs, resolve_for_device
 from perfsuite.core.results import Fingerprint, Metric, Result
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, RunInterrupted
+from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
 from perfsuite.harness.clock import StepClock as _StepClock
 from perfsuite.harness.clock import clone_batch as _clone
@@ -67,6 +68,9 @@ class RunSpec:
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
     period_steps: int | None = None  # the period scan's length (perfsuite.harness.observation); None: decided per job
+    # progress(phase, done, total): called at each phase's start and end and per step outside the measured
+    # window (never inside it), for a progress display; None: nothing is shown
+    progress: Callable[[str, int, int], None] | None = None
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
@@ -151,80 +155,121 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         job = bind(view.as_job())
     device = job.device
     ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
-    batches = BatchStream(job.loader)
+    batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
     dog = Watchdog(spec.watchdog, loader=batches)
     clock = _StepClock(device)
     fetch_s: list[float] = []
     host_s: list[float] = []
+    step_start_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     delivered = 0
     last_batch: Any = None
     sol_ms: list[float] = []
     depth = _mode_depth()
-    try:
-        for probe in probes:
-            probe.setup(ctx)
-        with dog.phase("warm-up"):
-            for _ in range(spec.warmup):
-                t0 = time.perf_counter()
-                job.step(next(batches))
-                dog.record_step(time.perf_counter() - t0)
-            _synchronize(device)
-        epochs_before = batches.epochs
+    show = spec.progress or (lambda phase, done, total: None)
+    phase, k, n = "set-up", 0, 0
+    with contextlib.ExitStack() as run_scope:
+        guard = run_scope.enter_context(interrupts.guarded())
+        lease = run_scope.enter_context(workers.lease(job.loader, spec.watchdog.loader_timeout(), job.reference))
+        notes += lease.notes
         try:
             for probe in probes:
-                probe.start()
-            if _mode_depth() != depth:
-                raise PerfsuiteError(
-                    "a probe left a torch function or dispatch mode active in the measured window "
-                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
-                )
-            with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
-                start = time.perf_counter()
-                clock.mark()
-                for _ in range(spec.steps):
+                probe.setup(ctx)
+            first: Any = None
+            if spec.warmup:
+                # The first batch alone, under the loader timeout: a hung first batch fails in minutes, not at
+                # the warm-up deadline meant for compilation (30 min by default).
+                phase, k, n = "first batch", 0, 1
+                show(phase, 0, 1)
+                with dog.phase("first batch", deadline_s=spec.watchdog.first_batch_deadline()):
+                    first = next(batches)
+            phase, n = "warm-up", spec.warmup
+            with dog.phase("warm-up"):
+                for k in range(spec.warmup):
+                    show(phase, k, n)
+                    guard.check()
                     t0 = time.perf_counter()
-                    epochs = batches.epochs
-                    batch = next(batches)
-                    t1 = time.perf_counter()
-                    fetch_s.append(t1 - t0)
-                    if batches.epochs != epochs:
-                        epoch_fetch_ms.append((t1 - t0) * 1e3)
-                    delivered += batch_samples(batch)
-                    job.step(batch)
-                    clock.mark()
-                    host_s.append(time.perf_counter() - t0)
-                    last_batch = batch
+                    job.step(first if k == 0 else next(batches))
+                    dog.record_step(time.perf_counter() - t0)
+                first = None
                 _synchronize(device)
-                end = time.perf_counter()
+            guard.check()
+            epochs_before = batches.epochs
+            try:
+                for probe in probes:
+                    probe.start()
+                if _mode_depth() != depth:
+                    raise PerfsuiteError(
+                        "a probe left a torch function or dispatch mode active in the measured window "
+                        f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
+                    )
+                phase, n = "window", spec.steps
+                show(phase, 0, n)  # once before and once after: nothing of perfsuite's runs between the steps
+                with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
+                    start = time.perf_counter()
+                    clock.mark()
+                    for k in range(spec.steps):  # noqa: B007 - k names the step a Ctrl-C lands in
+                        t0 = time.perf_counter()
+                        step_start_s.append(t0)
+                        epochs = batches.epochs
+                        batch = next(batches)
+                        t1 = time.perf_counter()
+                        fetch_s.append(t1 - t0)
+                        if batches.epochs != epochs:
+                            epoch_fetch_ms.append((t1 - t0) * 1e3)
+                        delivered += batch_samples(batch)
+                        job.step(batch)
+                        clock.mark()
+                        host_s.append(time.perf_counter() - t0)
+                        last_batch = batch
+                    _synchronize(device)
+                    end = time.perf_counter()
+                show(phase, n, n)
+            finally:
+                for probe in probes:
+                    probe.stop()
+            guard.check()  # a Ctrl-C swallowed during the window (in a __del__, an at-fork hook) stops here
+            epochs_started = batches.epochs - epochs_before
+            # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
+            # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
+            # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
+            # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
+            phase, k, n = "speed of light", 0, spec.sol_steps
+            show(phase, 0, n)
+            with dog.phase("speed of light", steps=spec.sol_steps + 1):
+                if job.reference:
+                    first_index = spec.warmup + spec.steps
+                    sol_ms = speed_of_light(
+                        lambda b, i: view.step(b, first_index + i), last_batch, device, spec.sol_steps
+                    )
+                else:
+                    sol_ms = speed_of_light(lambda b, i: job.step(b), last_batch, device, spec.sol_steps)
+            guard.check()
+            plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
+            phase, k, n = "observe", 0, plan.most_steps
+            with dog.phase("observe", steps=plan.most_steps):
+                while (kind := plan.next_kind()) is not None:
+                    show(phase, k, n)
+                    guard.check()
+                    batch = next(batches)
+                    with contextlib.ExitStack() as stack:
+                        for watcher in plan.watchers(kind):
+                            stack.enter_context(watcher)
+                        job.step(batch)
+                    plan.record(kind)
+                    k += 1
+                _synchronize(device)
+            show(phase, n, n)
+        except KeyboardInterrupt as exc:
+            guard.delivered()
+            if isinstance(exc, RunInterrupted):
+                raise
+            raise RunInterrupted(phase, k + 1 if n else None, n) from None
         finally:
-            for probe in probes:
-                probe.stop()
-        epochs_started = batches.epochs - epochs_before
-        # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
-        # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
-        # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
-        # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
-        with dog.phase("speed of light", steps=spec.sol_steps + 1):
-            if job.reference:
-                first = spec.warmup + spec.steps
-                sol_ms = speed_of_light(lambda b, k: view.step(b, first + k), last_batch, device, spec.sol_steps)
-            else:
-                sol_ms = speed_of_light(lambda b, k: job.step(b), last_batch, device, spec.sol_steps)
-        plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
-        with dog.phase("observe", steps=plan.most_steps):
-            while (kind := plan.next_kind()) is not None:
-                batch = next(batches)
-                with contextlib.ExitStack() as stack:
-                    for watcher in plan.watchers(kind):
-                        stack.enter_context(watcher)
-                    job.step(batch)
-                plan.record(kind)
-            _synchronize(device)
-    finally:
-        for probe in probes:
-            probe.finish()
-        batches.close()
+            with interrupts.shielded():  # the workers stop even if Ctrl-C is pressed again meanwhile
+                for probe in probes:
+                    probe.finish()
+                batches.close()
     timings = WindowTimings(
         start_s=start,
         end_s=end,
@@ -236,6 +281,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         samples=delivered,
         host_step_s=host_s,
         epoch_fetch_ms=epoch_fetch_ms,
+        step_start_s=step_start_s,
     )
     return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
 

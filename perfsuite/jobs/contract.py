@@ -80,6 +80,10 @@ class Job:
       ``[(4, 5), (6, 7)]``): the property check then expects ``gpu_transform``
       to swap them on the samples it flips, instead of calling the swap a violation.
     name: how Results and baselines name the job.
+    epoch_start: what the training loop does before each epoch's first batch,
+      called with the epoch number (0, 1, ...): ``sampler.set_epoch`` for a
+      DistributedSampler, so each epoch draws a new order. perfsuite iterates
+      the loader itself, so a loop's own ``set_epoch`` call reaches it only here.
     """
 
     step: Callable[[Any], Any]
@@ -97,6 +101,7 @@ class Job:
     aug: str | None = None
     gpu_transform: Any = None
     flip_pairs: Any = None
+    epoch_start: Callable[[int], Any] | None = None
     # Set by perfsuite when it adapts a reference workload (perfsuite.harness.pipeline): not for users.
     pipeline: Any = field(default=None, repr=False)
     knobs: Any = field(default=None, repr=False)
@@ -116,6 +121,11 @@ class Job:
             raise JobError(
                 "loader_kwargs go with dataset=...: a DataLoader handed over as loader= is used as built; "
                 "drop loader_kwargs or pass dataset= instead"
+            )
+        if self.epoch_start is not None and not callable(self.epoch_start):
+            raise JobError(
+                f"Job(epoch_start={self.epoch_start!r}) must be a callable taking the epoch number; "
+                "write Job(epoch_start=sampler.set_epoch, ...)"
             )
         if self.target_kind not in TARGET_KINDS:
             raise JobError(f"target_kind={self.target_kind!r}; write one of {', '.join(TARGET_KINDS)}")

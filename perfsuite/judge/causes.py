@@ -72,6 +72,24 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
     return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
 
 
+def untuned(knobs: Mapping[str, Any], tuned: Mapping[str, Any]) -> list[str]:
+    """Each knob the run no longer has as perfsuite tune chose it: ``num_workers=0 (tuned: 2)``."""
+    return [
+        f"{name}={knobs.get(name)!r} (perfsuite tune chose {name}={value!r})"
+        for name, value in tuned.items()
+        if name in knobs and knobs.get(name) != value
+    ]
+
+
+def with_tuning(cause: Cause | None, result: Result, tuned: Mapping[str, Any]) -> Cause | None:
+    """The cause, led by the tuned knobs this run undoes (the thresholds' ``tuned`` table), if any."""
+    undone = untuned(result.knobs, tuned) if tuned else []
+    if not undone:
+        return cause
+    label = f"undoes the tuning{': ' + cause.label if cause else ''}"
+    return Cause(label, (*undone, *(cause.reasons if cause else ())))
+
+
 def failure_line(verdict: Verdict, cause: Cause | None) -> str:
     """``data-bound: data_wait_frac 0.62 > 0.05 (augmentation on CPU workers, num_workers=2)``."""
     if cause is None:
@@ -219,7 +237,8 @@ def _moved_step(base: Result, head: Result) -> list[str]:
 
 
 def _syncs(knobs: Mapping[str, Any], result: Result) -> list[str]:
-    sites = _sync_sites(result.metric("syncs_per_step").detail)
+    detail = result.metric("syncs_per_step").detail
+    sites = _sync_sites(detail) + _uneven_ranks(detail, "syncs/step")
     if sites:
         return sites
     out = []
@@ -399,6 +418,87 @@ def _tail(knobs: Mapping[str, Any], result: Result) -> list[str]:
     return out
 
 
+def _uneven_ranks(detail: Mapping[str, Any], unit: str) -> list[str]:
+    """On several ranks: which ranks do it, when they differ (rank 0 only: the others wait for it)."""
+    by_rank = detail.get("by_rank")
+    if not isinstance(by_rank, Mapping) or len({repr(v) for v in by_rank.values()}) < 2:
+        return []
+    shown = ", ".join(f"rank {r} {format_count(v)}" for r, v in by_rank.items())
+    return [f"not the same on every rank ({shown} {unit}): the other ranks wait for it at the next collective"]
+
+
+def _summary(name: str) -> Any:
+    def find(knobs: Mapping[str, Any], result: Result) -> list[str]:
+        summary = result.metric(name).detail.get("summary")
+        return [str(summary)] if summary else []
+
+    return find
+
+
+def _straggler(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    detail = result.metric("straggler_wait_frac").detail
+    out = _summary("straggler_wait_frac")(knobs, result)
+    lags = detail.get("lag_ms_by_rank")
+    if isinstance(lags, Mapping):
+        out.append("mean lag per step: " + ", ".join(f"rank {r} {float(v):.1f} ms" for r, v in lags.items()))
+    return out
+
+
+def _scaling(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    out = []
+    d = result.metric("scaling_efficiency").detail
+    if "low" in d:
+        out.append(f"{d.get('confidence', 0.95):.0%} CI {d['low']:.2f}..{d['high']:.2f} over {d.get('rounds')} rounds")
+    for name in ("straggler_wait_frac", "input_skew_frac"):
+        summary = result.metric(name).detail.get("summary")
+        if summary and not str(summary).startswith("no "):
+            out.append(str(summary))
+    over = result.value("cpu_oversubscription")
+    if over is not None and over > 1:
+        out.append(f"cpu_oversubscription {over:.2f}: ranks x (threads + workers) above the cores")
+    return out
+
+
+def _sharding(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    d = result.metric("dataset_passes_per_epoch").detail
+    by_rank = d.get("epoch_samples_by_rank") or {}
+    out = []
+    if by_rank:
+        each = ", ".join(f"rank {r} {v}" for r, v in by_rank.items())
+        out.append(f"samples per epoch: {each} of a {d.get('dataset_len')}-sample dataset")
+    passes = result.value("dataset_passes_per_epoch")
+    if passes is not None and passes > 1.0 + 1e-9:
+        out.append("every rank reads the whole dataset: give the loader a DistributedSampler")
+    return out
+
+
+def _shuffling(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    d = result.metric("repeated_epoch_orders").detail
+    out = []
+    if d.get("epochs"):
+        out.append(f"{d.get('distinct_orders')} distinct order(s) in {d['epochs']} epochs")
+    out.append("call sampler.set_epoch(epoch) before each epoch (Job(epoch_start=sampler.set_epoch))")
+    return out
+
+
+def _oversubscribed(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    d = result.metric("cpu_oversubscription").detail
+    out = [str(d["rule"])] if d.get("rule") else []
+    workers = d.get("workers_by_rank") or {}
+    if workers:
+        out.append("num_workers per rank: " + ", ".join(f"rank {r} {v}" for r, v in workers.items()))
+    return out
+
+
+def _unused_search(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    d = result.metric("ddp_unused_search").detail
+    steps = d.get("unused_per_observed_step") or []
+    return [
+        f"find_unused_parameters={d.get('find_unused_parameters')}, unused parameters per observed step: "
+        f"{steps}: write DistributedDataParallel(model) without it"
+    ]
+
+
 _FINDERS = {
     "data-bound": _data_bound,
     "GPU underfed": _underfed,
@@ -415,4 +515,11 @@ _FINDERS = {
     "input format": _format,
     "AMP misused": _amp_misuse,
     "step-time tail": _tail,
+    "straggler rank": _straggler,
+    "input straggler": _summary("input_skew_frac"),
+    "scaling": _scaling,
+    "DDP sharding": _sharding,
+    "DDP shuffling": _shuffling,
+    "CPU oversubscribed": _oversubscribed,
+    "DDP unused-parameter search": _unused_search,
 }

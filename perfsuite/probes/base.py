@@ -75,6 +75,7 @@ class WindowTimings:
     samples: int = 0  # samples the loader delivered in the window (a short last batch counts what it holds)
     host_step_s: list[float] = field(default_factory=list)  # host time per step, fetch included
     epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
+    step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
 
     @property
     def wall_s(self) -> float:

@@ -201,7 +201,13 @@ class LabelProbe(Probe):
                 fill = ignore if ignore is not None else 255
                 masks = target.long().clamp(0, 255).to("cpu", torch.uint8).numpy()
                 self._check_property(
-                    job.job.gpu_transform, masks, step, num_classes=num_classes, ignore=fill, fill=fill
+                    job.job.gpu_transform,
+                    masks,
+                    step,
+                    num_classes=num_classes,
+                    ignore=fill,
+                    fill=fill,
+                    flip_pairs=tuple(getattr(wl, "flip_pairs", None) or ()),
                 )
             return
         self._check_masks(batch[1], target, step)
@@ -239,6 +245,7 @@ class LabelProbe(Probe):
                 num_classes=int(wl.num_classes or 0),
                 ignore=wl.ignore_index if wl.ignore_index is not None else fill,
                 fill=fill,
+                flip_pairs=wl.flip_pairs,
             )
 
     def _check_pairing(self, mix: Any, masks: Any, step: int) -> None:
@@ -277,26 +284,27 @@ class LabelProbe(Probe):
             unpaired += n
         self.counts["unpaired"] += unpaired
 
-    def _flip_map(self, num_classes: int, ignore: int, fill: int) -> tuple[tuple[int, int], ...]:
-        """The declared left/right swaps (``Job(flip_pairs=...)``) in the property checker's terms."""
-        pairs = getattr(self._ctx.workload, "flip_pairs", ()) if self._ctx is not None else ()
-        if not pairs:
-            return ()
-        from perfsuite.augment.labels import LabelSpace
-
-        return LabelSpace.declare(num_classes, ignore, fill, flip_pairs=pairs).flip_map
-
-    def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int, fill: int) -> None:
+    def _check_property(
+        self,
+        augment: Any,
+        masks: Any,
+        step: int,
+        *,
+        num_classes: int,
+        ignore: int,
+        fill: int,
+        flip_pairs: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        """The augmentation's properties on this batch's masks; ``flip_pairs`` are the WORKLOAD's (what its labels
+        mean), never the augmentation's own, so a flip that forgets the swap is caught."""
         from perfsuite.augment.checks import Declared, PropertyViolation, TorchBatched, check_example
+        from perfsuite.augment.labels import LabelSpace
         from perfsuite.errors import AugmentationError
 
         assert self._ctx is not None
+        flip_map = LabelSpace.declare(num_classes, ignore, fill, "int64", flip_pairs or None).flip_map
         declared = Declared(
-            num_classes=num_classes,
-            ignore_index=ignore,
-            fill=fill,
-            photometric=True,
-            flip_map=self._flip_map(num_classes, ignore, fill),
+            num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True, flip_map=flip_map
         )
         try:
             check_example(TorchBatched(augment, device=self._ctx.device), masks, step, declared)

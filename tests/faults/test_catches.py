@@ -23,6 +23,7 @@ EVIDENCE = {
     "amp_bool": "amp_lowp_frac 1 -> 0 (exact)",
     "compile_off": "graph_breaks was 0 and is now unavailable: compile=None",
     "seed_label_augment": "label_violations 0 ->",
+    "flip_without_swap": "label_violations 0 ->",
     "images_only_cutmix": "images moved without their masks",
     "images_only_mixup": "images moved without their masks",
     "persistent_workers_off": "epoch_fetch_ms median",
@@ -31,6 +32,14 @@ EVIDENCE = {
     "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
     "channels_last_input": "input float32 channels_last",
     "print_loss": "Tensor.__format__ at perfsuite/harness/faults.py:",
+    "no_distributed_sampler": "dataset_passes_per_epoch 1 -> 2 (exact)",
+    "set_epoch_missing": "repeated_epoch_orders 0 -> 3 (exact)",
+    "workers_times_ranks": "cpu_oversubscription",  # its values follow the machine's usable cores
+    "rank0_loss_read": "Tensor.item at perfsuite/harness/faults.py:",
+    "find_unused_parameters": "ddp_unused_search False -> True (exact)",
+    "straggler_loader": "input_skew_frac",
+    "straggler_backward": "straggler_wait_frac",
+    "straggler_optimizer": "straggler_wait_frac",
 }
 
 
