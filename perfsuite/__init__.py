@@ -23,6 +23,7 @@ from perfsuite.errors import (
     RankError,
     ResultError,
     RunTimeout,
+    ScriptError,
     WorkloadError,
 )
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from perfsuite.harness.runner import RunSpec, run
     from perfsuite.jobs.contract import Job, LossHook
     from perfsuite.jobs.registry import get_workload, job_names, register_job, register_workload, workload_names
+    from perfsuite.jobs.script import Script
     from perfsuite.jobs.workload import Sample, Scale, Workload
     from perfsuite.judge.baselines import BaselineStore
     from perfsuite.judge.engine import compare_results
@@ -53,6 +55,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Job": "perfsuite.jobs.contract",
     "LossHook": "perfsuite.jobs.contract",
+    "Script": "perfsuite.jobs.script",
     "register_job": "perfsuite.jobs.registry",
     "job_names": "perfsuite.jobs.registry",
     "Probe": "perfsuite.probes.base",
@@ -114,6 +117,7 @@ __all__ = [
     "Result",
     "ResultError",
     "RunTimeout",
+    "ScriptError",
     "StepKnobs",
     "WorkloadError",
     *_LAZY,

@@ -118,6 +118,18 @@ class PropertyArgumentError(AugmentationError):
     """
 
 
+class ScriptError(JobError):
+    """A user's training script under ``perfsuite exec`` (or ``perf_run(Script(...))``) that cannot be measured:
+    it raised, exited with a failure status, ended before the run's steps, or never iterated a DataLoader.
+
+    ``script_traceback`` holds the script's own traceback (perfsuite's frames left out) when it raised.
+    """
+
+    def __init__(self, message: str, script_traceback: str = "") -> None:
+        super().__init__(message)
+        self.script_traceback = script_traceback
+
+
 class RankError(PerfsuiteError):
     """A rank of a run on several ranks failed or died (perfsuite.harness.distributed).
 

@@ -65,7 +65,7 @@ def _count(minimum: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from perfsuite.core.options import run_lengths
+    from perfsuite.core.options import period_steps, run_lengths
     from perfsuite.harness.runner import RunSpec
     from perfsuite.harness.runner import run as run_job
     from perfsuite.jobs.registry import is_job_target
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             observe_steps=observe_steps,
             seed=args.seed,
             job_knobs=asked,
+            period_steps=period_steps(args.period_steps, args.observe_steps),
         )
     else:
         spec = RunSpec(
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             observe_steps=observe_steps,
             seed=args.seed,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+            period_steps=period_steps(args.period_steps, args.observe_steps),
         )
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling
@@ -161,6 +163,7 @@ def format_run(result: Any) -> str:
     syncs = result.metric("syncs_per_step")
     lines += [
         f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        + (f" ({site['seen']})" if site.get("seen") else "")
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
     lines += [f"  note: {note}" for note in result.notes]

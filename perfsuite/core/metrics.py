@@ -324,7 +324,7 @@ _builtin(
         "lower",
         "host syncs",
         "syncs",
-        "host-device synchronisations and tensor reads the step's own code forces, with call sites",
+        "host-device synchronisations and tensor reads the step forces, with call sites and periods (every N steps)",
     ),
     MetricSpec(
         "graph_breaks",
@@ -373,7 +373,8 @@ _builtin(
         "lower",
         "more bytes copied",
         "cost",
-        "bytes the step copies host->device, by dtype (on a CPU run: the .to(device) copies a GPU run makes)",
+        "bytes the step copies host->device, by dtype: .to(device), copy_ into a device tensor, "
+        "torch.tensor(data, device=...) (on a CPU run: the copies a GPU run makes)",
     ),
     MetricSpec(
         "flops_per_step",
@@ -382,7 +383,7 @@ _builtin(
         "lower",
         "more work per step",
         "cost",
-        "floating-point operations per step (torch.utils.flop_counter)",
+        "floating-point operations per step (torch's flop formulas, without global module hooks)",
     ),
     MetricSpec(
         "input_format",

@@ -10,7 +10,7 @@ library only): it runs on ``pytest --help``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,17 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
         minimum=0,
         cli="--observe-steps",
+    ),
+    Option(
+        "period_steps",
+        int,
+        None,
+        "steps watched for work done every N steps (a read-back every 10 steps) before the observed ones "
+        "(default: 20 for a user's job or script, none for a reference workload without log/eval intervals; "
+        "0 when observe steps are given alone)",
+        metavar="N",
+        minimum=0,
+        cli="--period-steps",
     ),
     Option(
         "save",
@@ -272,11 +283,11 @@ def add_pytest_options(add: Callable[..., Any]) -> None:
         add(o.flag, **kwargs)
 
 
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """``perfsuite run``'s flags for the options that have one; defaults None, resolved by :func:`run_lengths`
-    and :func:`resolve_device` as the plugin resolves them."""
+def add_cli_arguments(parser: argparse.ArgumentParser, names: Sequence[str] | None = None) -> None:
+    """``perfsuite run``'s flags for the options that have one (or those of ``names``); defaults None, resolved by
+    :func:`run_lengths` and :func:`resolve_device` as the plugin resolves them."""
     for o in OPTIONS:
-        if o.cli is None:
+        if o.cli is None or (names is not None and o.name not in names):
             continue
         parser.add_argument(
             o.cli,
@@ -342,6 +353,14 @@ def resolve_device(wanted: str | None, cuda_available: bool | None = None) -> st
     if not cuda_available:
         raise DeviceError(f"device {wanted!r} asked for, but torch sees no CUDA device; use cpu or auto")
     return wanted
+
+
+def period_steps(period: int | None, observe_steps: int | None) -> int | None:
+    """The period scan asked for: ``period`` when given; 0 when only ``observe_steps`` was (the user fixed how
+    many steps to watch); else None, decided per job (perfsuite.harness.observation)."""
+    if period is not None:
+        return period
+    return 0 if observe_steps is not None else None
 
 
 # --------------------------------------------------------------------------- the options table for the docs

@@ -1,5 +1,8 @@
 """Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
+A user's training script (:class:`perfsuite.Script`) goes through the same phases, driven by its
+own loop (:mod:`perfsuite.harness.script`); both Results are made by :func:`assemble_result`.
+
 The runner is the only place that synchronises the device, and it does so
 only at the edges of the measured window; per-step times on a GPU come from
 CUDA events recorded on the stream, so the harness never adds a sync the
@@ -20,6 +23,12 @@ from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.clock import StepClock as _StepClock
+from perfsuite.harness.clock import clone_batch as _clone
+from perfsuite.harness.clock import mode_depth as _mode_depth
+from perfsuite.harness.clock import on_device as _on_device
+from perfsuite.harness.clock import synchronize as _synchronize
+from perfsuite.harness.observation import ObservationPlan, period_steps_for
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 
@@ -38,6 +47,12 @@ class RunSpec:
     ``mutate`` changes what was built before it runs, in place: the reference
     workload's Pipeline (how perfsuite.harness.faults injects code-level bugs), or the
     user's Job. perf_run(..., mutate=fn) passes it through.
+
+    ``period_steps``: steps watched for work done every N steps before the
+    observed ones (:mod:`perfsuite.harness.observation`); None: 20 for a user's
+    job or script, two periods of a reference workload's log/eval interval.
+    ``workload`` may also be a :class:`perfsuite.Script` (a user's training
+    script, run unchanged: :mod:`perfsuite.harness.script`).
     """
 
     workload: Any
@@ -52,6 +67,7 @@ class RunSpec:
     job_knobs: Mapping[str, Any] = field(default_factory=dict)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
+    period_steps: int | None = None  # the period scan's length (perfsuite.harness.observation); None: decided per job
     # progress(phase, done, total): called at each phase's start and end and per step outside the measured
     # window (never inside it), for a progress display; None: nothing is shown
     progress: Callable[[str, int, int], None] | None = None
@@ -59,8 +75,10 @@ class RunSpec:
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
 
-        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0)):
+        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0), ("period_steps", 0)):
             value = getattr(self, name)
+            if name == "period_steps" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
 
@@ -71,39 +89,6 @@ class RunSpec:
         return resolve(self.workload, self.knobs.device)
 
 
-def _synchronize(device: Any) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class _StepClock:
-    """Per-step durations: CUDA events on a GPU (no sync until the end), host clock on the CPU."""
-
-    def __init__(self, device: Any) -> None:
-        import torch
-
-        self.cuda = device.type == "cuda"
-        self._events: list[Any] = []
-        self._host: list[float] = []
-        self._event_cls: Any = torch.cuda.Event if self.cuda else None
-
-    def mark(self) -> None:
-        if self.cuda:
-            event = self._event_cls(enable_timing=True)
-            event.record()
-            self._events.append(event)
-        else:
-            self._host.append(time.perf_counter())
-
-    def durations_ms(self) -> list[float]:
-        """Read after the window's closing synchronisation."""
-        if self.cuda:
-            return [a.elapsed_time(b) for a, b in zip(self._events, self._events[1:])]
-        return [(b - a) * 1e3 for a, b in zip(self._host, self._host[1:])]
-
-
 def default_probes() -> list[Probe]:
     """Every probe perfsuite has, plus those other packages declare (entry points ``perfsuite.probes``).
 
@@ -112,13 +97,6 @@ def default_probes() -> list[Probe]:
     from perfsuite.probes import all_probes, entry_point_probes
 
     return all_probes() + entry_point_probes()
-
-
-def _mode_depth() -> tuple[int, int]:
-    """How many torch function and dispatch modes are active: a probe must leave none in the window."""
-    import torch
-
-    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
 
 
 def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
@@ -139,10 +117,16 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
 
     from perfsuite.harness.pipeline import BatchStream, build_pipeline
     from perfsuite.jobs.contract import Job, bind
+    from perfsuite.jobs.script import Script
     from perfsuite.jobs.workload import Scale
 
     target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)
+    if isinstance(target, Script):  # a user's script, run unchanged: its own loop drives the same phases
+        from perfsuite.harness.script import drive_script
+
+        ran = drive_script(target, spec, probes)
+        return assemble_result(ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, [], ran.plan)
     if isinstance(target, Job):  # a user's own training job
         notes: list[str] = []
         if spec.mutate is not None:
@@ -261,16 +245,19 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                 else:
                     sol_ms = speed_of_light(lambda b, i: job.step(b), last_batch, device, spec.sol_steps)
             guard.check()
-            phase, n = "observe", spec.observe_steps
-            with dog.phase("observe", steps=spec.observe_steps):
-                for k in range(spec.observe_steps):
+            plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
+            phase, k, n = "observe", 0, plan.most_steps
+            with dog.phase("observe", steps=plan.most_steps):
+                while (kind := plan.next_kind()) is not None:
                     show(phase, k, n)
                     guard.check()
                     batch = next(batches)
                     with contextlib.ExitStack() as stack:
-                        for probe in probes:
-                            stack.enter_context(probe.observe())
+                        for watcher in plan.watchers(kind):
+                            stack.enter_context(watcher)
                         job.step(batch)
+                    plan.record(kind)
+                    k += 1
                 _synchronize(device)
             show(phase, n, n)
         except KeyboardInterrupt as exc:
@@ -296,6 +283,21 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         epoch_fetch_ms=epoch_fetch_ms,
         step_start_s=step_start_s,
     )
+    return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
+
+
+def assemble_result(
+    job: Any,
+    scale: str,
+    spec: RunSpec,
+    timings: WindowTimings,
+    sol_ms: list[float],
+    last_batch: Any,
+    probes: Sequence[Probe],
+    notes: Sequence[str],
+    plan: ObservationPlan,
+) -> Result:
+    """The Result of a run from what its phases recorded: one assembly for a job's loop and a script's."""
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
@@ -303,14 +305,22 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps
     )
     timeline: dict[str, list[float]] = {}
+    probe_notes: list[str] = []
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
+        probe_notes += probe.notes()
+    if plan.skipped:
+        probe_notes.append(
+            f"{plan.skipped} step(s) after the period scan carried periodic work and were run unobserved, so the "
+            "per-step counts describe the steady step; the periodic work is in syncs_per_step's sites"
+        )
+    fetch_s, host_s = timings.fetch_s, timings.host_step_s
     shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
         workload=job.name,
-        scale=scale.name,
+        scale=scale,
         knobs=job.knobs,
         knob_sources=job.knob_sources,
         metrics=metrics,
@@ -318,14 +328,14 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             "step_ms": timings.step_ms,
             "fetch_ms": [s * 1e3 for s in fetch_s],
             "data_wait": shares,
-            "epoch_fetch_ms": epoch_fetch_ms,
+            "epoch_fetch_ms": timings.epoch_fetch_ms,
             "sol_step_ms": sol_ms,
         },
-        fingerprint=Fingerprint.collect(str(device)),
+        fingerprint=Fingerprint.collect(str(job.device)),
         batch_size=job.batch_size,
         steps=spec.steps,
         warmup=spec.warmup,
-        notes=tuple(notes + job.notes),
+        notes=tuple(dict.fromkeys([*notes, *job.notes, *probe_notes])),
         timeline=timeline,
     )
 
@@ -388,32 +398,6 @@ def input_band(wait_frac: float) -> str:
         if wait_frac < limit or limit == float("inf"):
             return name
     return INPUT_BANDS[-1][1]
-
-
-def _on_device(batch: Any, device: Any) -> Any:
-    """The batch with every tensor moved to the device once (tuple, list and dict batches)."""
-    import torch
-
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: _on_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(_on_device(v, device) for v in batch)
-    return batch
-
-
-def _clone(batch: Any) -> Any:
-    """A fresh copy per step, so a step that works in place on its input (``x.div_(255)``) sees the same data."""
-    import torch
-
-    if isinstance(batch, torch.Tensor):
-        return batch.clone()
-    if isinstance(batch, dict):
-        return {k: _clone(v) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(_clone(v) for v in batch)
-    return batch
 
 
 def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:

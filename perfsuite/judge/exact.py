@@ -44,7 +44,8 @@ from perfsuite.core import metrics as registry
 from perfsuite.core import tmpfiles
 from perfsuite.core.results import Fingerprint, Result
 from perfsuite.errors import BaselineError
-from perfsuite.judge.engine import explain, movers
+from perfsuite.judge.causes import movers
+from perfsuite.judge.engine import explain
 from perfsuite.judge.verdict import Outcome, Verdict, direction, format_value, value_ratio
 
 SCHEMA_VERSION = 2

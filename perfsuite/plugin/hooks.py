@@ -238,8 +238,9 @@ class PerfRun:
         """Run ``workload`` with flat knobs; return its Result.
 
         ``workload`` is a registered name, a Workload instance, a user's
-        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
-        (called with the session's device). For a Job, loader knobs given here
+        :class:`perfsuite.Job`, a user's training script
+        (``perfsuite.Script(["train.py", ...])``, run unchanged), or a job
+        factory ``factory(device) -> Job`` (called with the session's device). For a Job, loader knobs given here
         are checked against the user's DataLoader (or applied, when the Job
         hands perfsuite a dataset) and step knobs are refused: perfsuite does
         not change a user's step. ``mutate(pipeline_or_job)`` changes what was
@@ -259,7 +260,8 @@ class PerfRun:
         interleaved one-rank and N-rank launches (docs/distributed.md).
         """
         from perfsuite.core.knobs import Knobs
-        from perfsuite.errors import DatasetError, DeviceError, RankError, RunTimeout
+        from perfsuite.core.options import period_steps
+        from perfsuite.errors import DatasetError, DeviceError, RankError, RunTimeout, ScriptError
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
@@ -267,6 +269,7 @@ class PerfRun:
         s = self._state.settings
         result_id = self._result_id(label)
         n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
+        n_period = period_steps(s.period_steps, s.observe_steps)
         mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
 
         def combined_mutation(built: Any) -> None:
@@ -291,6 +294,7 @@ class PerfRun:
                 mutate=combined,
                 job_knobs=knobs,
                 watchdog=s.watchdog_config(),
+                period_steps=n_period,
             )
         else:
             knobs.setdefault("device", self._state.device())
@@ -304,6 +308,7 @@ class PerfRun:
                 n_observe,
                 mutate=combined,
                 watchdog=s.watchdog_config(),
+                period_steps=n_period,
             )  # mutate: faults in the step's code
         failure = None
         try:
@@ -311,13 +316,15 @@ class PerfRun:
                 result = self._distributed(spec, mutate, nproc_per_node, scaling_rounds, share_gpus, probes)
             else:
                 result = run(spec, probes)
+        except ScriptError as exc:  # a user's script that raised or ended early: its own traceback, not ours
+            failure = f"perfsuite: {exc.script_traceback}{exc}"
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
         except (RunTimeout, RankError, DatasetError) as exc:  # a hang, a failed rank, a damaged cache: this test fails
             failure = f"perfsuite: {exc}"
         except OSError as exc:  # a path perfsuite writes (the dataset cache): one line, not a traceback
             failure = f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
-        if failure is not None:
+        if failure is not None:  # outside the except block: no "during handling" chain in the report
             pytest.fail(failure, pytrace=False)
         if s.inject or s.knobs:
             import dataclasses
@@ -614,6 +621,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line("")
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
+        for line in summary.format_notes(perf.results):
+            tr.write_line(line)
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 

@@ -283,12 +283,12 @@ class PerfSession:
             if verdict.outcome is Outcome.UNAVAILABLE and not base.metric(verdict.metric).available:
                 continue  # unmeasurable on both sides (gpu_util on a CPU): nothing was compared, nothing lost
             out.decided |= verdict.outcome in _DECISIVE
-            out.verdicts.append(self._explained(verdict, head, out))
+            out.verdicts.append(self._explained(verdict, head, out, base))
 
-    def _explained(self, verdict: Verdict, result: Result, out: Judgement) -> Verdict:
+    def _explained(self, verdict: Verdict, result: Result, out: Judgement, base: Result | None = None) -> Verdict:
         if not verdict.failed:
             return verdict
-        cause = causes.with_tuning(causes.explain(verdict, result), result, out.tuned)
+        cause = causes.with_tuning(causes.explain(verdict, result, base), result, out.tuned)
         out.failures.append(f"{verdict.test_id}: {causes.failure_line(verdict, cause)}")
         return verdict.with_cause(str(cause) if cause else None)
 

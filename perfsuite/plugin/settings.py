@@ -50,6 +50,7 @@ class Settings:
     steps: int | None = None
     warmup: int | None = None
     observe_steps: int | None = None
+    period_steps: int | None = None
     baselines: Path = Path("baselines")
     baseline_runs: int = 1
     save: bool = False
@@ -158,6 +159,7 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         steps=pick("steps")[0],
         warmup=pick("warmup")[0],
         observe_steps=pick("observe_steps")[0],
+        period_steps=pick("period_steps")[0],
         baselines=path("baselines", "baselines") or Path("baselines"),
         save=bool(cli.get("save")),
         compare=bool(cli.get("compare")),

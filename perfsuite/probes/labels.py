@@ -19,9 +19,10 @@ looks at the batch as the loader gave it and at the target the loss gets:
   pixels where the image shows another label than the mask, away from
   region boundaries, are image/mask pairs the mix broke;
 * property (masks, GPU augmentation): the pipeline's augmentation goes through
-  :func:`perfsuite.augment.checks.check_example` on this batch's masks, with the
-  workload's left/right ``flip_pairs`` declared (a flip must swap them); each
-  failing step counts one, with the checker's message.
+  :func:`perfsuite.augment.checks.check_example` on this batch's masks; each
+  failing step counts one, with the checker's message. A job's declared
+  ``flip_pairs`` (left/right labels) go with it, so a flip that swaps them
+  passes and a flip that forgets the swap fails.
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
 example and the property message. The checks run unobserved (every probe's
@@ -84,14 +85,15 @@ class LabelProbe(Probe):
         j = job.job
         if j.criterion is None:
             return (
-                f"job {j.name!r} declares no criterion, so perfsuite cannot see the targets that reach its loss; "
-                "pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that criterion "
-                "in your step"
+                f"job {j.name!r} has no loss module perfsuite can hook, so it cannot see the targets that reach "
+                "its loss; pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that "
+                "criterion in your step (a script under perfsuite exec: compute the loss with an nn.Module such "
+                "as nn.CrossEntropyLoss, or name one of several with --criterion)"
             )
         if j.num_classes is None:
             return (
                 f"job {j.name!r} declares no num_classes, so its targets have no class set to be checked "
-                "against; pass Job(num_classes=N, ignore_index=...)"
+                "against; pass Job(num_classes=N, ignore_index=...) (perfsuite exec: --num-classes N)"
             )
         return None
 
@@ -199,7 +201,13 @@ class LabelProbe(Probe):
                 fill = ignore if ignore is not None else 255
                 masks = target.long().clamp(0, 255).to("cpu", torch.uint8).numpy()
                 self._check_property(
-                    job.job.gpu_transform, masks, step, num_classes=num_classes, ignore=fill, fill=fill
+                    job.job.gpu_transform,
+                    masks,
+                    step,
+                    num_classes=num_classes,
+                    ignore=fill,
+                    fill=fill,
+                    flip_pairs=tuple(getattr(wl, "flip_pairs", None) or ()),
                 )
             return
         self._check_masks(batch[1], target, step)

@@ -111,3 +111,17 @@ def gate_line(
         verdict = "reported as new" if missing_allowed else "failed"
         text += f"; {missing} test result(s) with no committed exact values ({verdict})"
     return f"{text}; {timing_new} timing results new on this machine"
+
+
+def format_notes(results: Mapping[str, Result]) -> list[str]:
+    """The Results' notes (where a figure can mislead: pinning on a CPU run, a knob the device turned off,
+    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them."""
+    where: dict[str, list[str]] = {}
+    for rid, result in results.items():
+        for note in result.notes:
+            where.setdefault(note, []).append(rid)
+    lines = []
+    for note, rids in where.items():
+        whom = rids[0] if len(rids) == 1 else f"{len(rids)} results"
+        lines.append(f"note ({whom}): {note}")
+    return lines

@@ -110,3 +110,17 @@ def test_png_has_bars_and_timeline_panel(tmp_path):
     import matplotlib.image as mpimg
 
     assert mpimg.imread(with_timeline).shape[0] > mpimg.imread(plain).shape[0]  # the extra panel
+
+
+def test_the_summary_lists_each_note_once_with_the_results_it_applies_to():
+    from perfsuite.core.results import Fingerprint, Result
+    from perfsuite.report.summary import format_notes
+
+    fp = Fingerprint("cpu", None, 0, None, None, "2.13.0", None, "3.11", "cpu", 2, "linux")
+
+    def result(*notes):
+        return Result("w", "smoke", {}, {}, {}, fp, 4, 2, 1, notes=notes)
+
+    pinned = "pin_memory=True on a CPU run: without CUDA torch does not pin"
+    lines = format_notes({"t::a": result(pinned), "t::b": result(pinned, "other"), "t::c": result()})
+    assert lines == [f"note (2 results): {pinned}", "note (t::b): other"]
