@@ -1,15 +1,19 @@
 """nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff, mypy and
 the import contract), `nox -s docs` (the MkDocs site, strict), `nox -s perf` (the reference suite),
-`nox -s baseline` (store this machine's baselines).
+`nox -s baseline` (store this machine's baselines), `nox -s dev` (a .venv here with perfsuite on PATH).
 
-On a CPU machine each session installs the CPU build torch==2.13.0, never the
-multi-GB CUDA build. On a GPU runner set PERFSUITE_SYSTEM_TORCH=1: the session's
-virtualenv then sees the system site-packages and reuses the torch installed there.
+Torch is the CPU build unless the runner's own is reused: each session installs torch==2.13.0 from the
+PyTorch CPU wheel index (PERFSUITE_TORCH_INDEX overrides it), which on a stock machine is the CPU wheel,
+never the multi-GB CUDA build that plain PyPI resolves to on Linux. When the session's environment already
+has torch (a reused virtualenv, or the system's on a GPU runner with PERFSUITE_SYSTEM_TORCH=1) nothing is
+installed. When the CPU index cannot be reached, the session says so and installs torch==2.13.0 from the
+indexes pip is configured with (a local wheel folder, a mirror; on a stock machine that would be the CUDA build).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import nox
 
@@ -17,6 +21,7 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 CPU_TORCH = "torch==2.13.0"
+CPU_INDEX = os.environ.get("PERFSUITE_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
 # Pinned: a new ruff or mypy release adds rules, and CI must not turn red on its own.
 LINTERS = ("ruff==0.17.6", "mypy==2.4.1", "import-linter==2.16")
 # Pinned for the same reason; the docs need no perfsuite install (the generated tables are checked by tests).
@@ -24,13 +29,41 @@ DOCS = ("mkdocs==1.6.1", "mkdocs-material==9.8.1")
 QUIET_MKDOCS = {"NO_MKDOCS_2_WARNING": "1"}  # Material's end-of-life notice is not a docs warning
 SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "false", "no")
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
+# What a failing exact check tells people to run: this session, not the pytest command nox runs inside it.
+UPDATE_EXACT = "PERFSUITE_UPDATE_EXACT_COMMAND"
+TORCH_PROBE = (
+    "import importlib.util as u; "
+    "print('yes' if u.find_spec('torch') and __import__('torch').__version__.startswith('2.13.') else 'no')"
+)
+
+
+def install_torch(session: nox.Session, pip: tuple[str, ...] = ()) -> None:
+    """The CPU torch from the PyTorch CPU index; nothing if the environment has torch; the configured indexes if
+    the CPU index cannot be reached (see the module docstring)."""
+    install = (lambda *a: session.run_install(*pip, "install", *a, external=True)) if pip else session.install
+    try:
+        install(CPU_TORCH, "--index-url", CPU_INDEX, "--timeout", "30", "--retries", "1")
+    except nox.command.CommandFailed:
+        session.warn(f"{CPU_INDEX} could not be used; installing {CPU_TORCH} from pip's configured indexes instead")
+        install(CPU_TORCH)
 
 
 def install(session: nox.Session) -> None:
-    """perfsuite with its test extras, on the CPU torch unless the runner's torch is reused."""
-    if not SYSTEM_TORCH:
-        session.install(CPU_TORCH)
-    session.install("-e", ".[dev]")
+    """perfsuite with its test extras, on the CPU torch unless the environment already has torch."""
+    if not SYSTEM_TORCH and not _torch_installed(session):
+        install_torch(session)
+    session.install("-e", ".[dev]")  # torch>=2.5.1 is satisfied by the torch above: pip leaves it as it is
+    session.run_install("python", "-c", "import torch; print('torch', torch.__version__)")
+
+
+def _torch_installed(session: nox.Session) -> bool:
+    """Whether the session's environment can already import torch 2.13 (reused, or the system's).
+
+    run_install: the check belongs to the install step, so it also runs under --install-only (without it,
+    pip would resolve torch from perfsuite's own requirement, which on a stock index is the CUDA build).
+    """
+    answer = session.run_install("python", "-c", TORCH_PROBE, silent=True)
+    return isinstance(answer, str) and answer.strip().endswith("yes")
 
 
 @nox.session(venv_params=VENV_PARAMS)
@@ -70,7 +103,10 @@ def docs(session: nox.Session) -> None:
 def perf(session: nox.Session) -> None:
     """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
     install(session)
-    session.run("pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-compare", *session.posargs)
+    rerun = " ".join(["nox -s perf --", *session.posargs, "--perfsuite-update-exact"])
+    session.run(
+        "pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-compare", *session.posargs, env={UPDATE_EXACT: rerun}
+    )
 
 
 @nox.session(venv_params=VENV_PARAMS, default=False)
@@ -78,3 +114,16 @@ def baseline(session: nox.Session) -> None:
     """Run the reference suite and save its results as this machine's baselines."""
     install(session)
     session.run("pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-save", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def dev(session: nox.Session) -> None:
+    """A .venv in this directory with perfsuite (editable) and the CPU torch; `source .venv/bin/activate`
+    then puts `perfsuite` on PATH."""
+    session.run_install(sys.executable, "-m", "venv", ".venv", external=True)
+    bindir = os.path.join(".venv", "Scripts" if os.name == "nt" else "bin")
+    pip = (os.path.join(bindir, "python"), "-m", "pip")
+    if not SYSTEM_TORCH:
+        install_torch(session, pip)
+    session.run_install(*pip, "install", "-e", ".[dev]", external=True)
+    session.log(f"perfsuite is installed in .venv: run `source {bindir}/activate`, then `perfsuite --help`")

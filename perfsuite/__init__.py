@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.core.knobs import AugKnobs, Knobs, LoaderKnobs, StepKnobs
-from perfsuite.core.results import Fingerprint, Metric, Result
+from perfsuite.core.results import Fingerprint, Metric, RankResult, Result
 from perfsuite.errors import (
     AugmentationError,
     BaselineError,
@@ -20,7 +20,10 @@ from perfsuite.errors import (
     KnobError,
     PerfsuiteError,
     PropertyViolation,
+    RankError,
     ResultError,
+    RunTimeout,
+    ScriptError,
     WorkloadError,
 )
 
@@ -33,10 +36,12 @@ if TYPE_CHECKING:
     from perfsuite.core.metrics import MetricSpec
     from perfsuite.core.metrics import names as metric_names
     from perfsuite.core.metrics import register as register_metric
+    from perfsuite.harness.distributed import run_distributed
     from perfsuite.harness.faults import FAULTS, get_fault
     from perfsuite.harness.runner import RunSpec, run
     from perfsuite.jobs.contract import Job, LossHook
     from perfsuite.jobs.registry import get_workload, job_names, register_job, register_workload, workload_names
+    from perfsuite.jobs.script import Script
     from perfsuite.jobs.workload import Sample, Scale, Workload
     from perfsuite.judge.baselines import BaselineStore
     from perfsuite.judge.engine import compare_results
@@ -50,6 +55,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Job": "perfsuite.jobs.contract",
     "LossHook": "perfsuite.jobs.contract",
+    "Script": "perfsuite.jobs.script",
     "register_job": "perfsuite.jobs.registry",
     "job_names": "perfsuite.jobs.registry",
     "Probe": "perfsuite.probes.base",
@@ -73,6 +79,7 @@ _LAZY = {
     "compare_results": "perfsuite.judge.engine",
     "compare_timing": "perfsuite.judge.timing",
     "RunSpec": "perfsuite.harness.runner",
+    "run_distributed": "perfsuite.harness.distributed",
     "run": "perfsuite.harness.runner",
     "Scale": "perfsuite.jobs.workload",
     "Workload": "perfsuite.jobs.workload",
@@ -105,8 +112,12 @@ __all__ = [
     "Metric",
     "PerfsuiteError",
     "PropertyViolation",
+    "RankError",
+    "RankResult",
     "Result",
     "ResultError",
+    "RunTimeout",
+    "ScriptError",
     "StepKnobs",
     "WorkloadError",
     *_LAZY,

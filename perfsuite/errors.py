@@ -74,17 +74,41 @@ class RunTimeout(PerfsuiteError):
 
     ``phase`` names the phase, ``deadline_s`` the limit it passed, ``workers``
     the pids of the DataLoader workers it was waiting on (empty without
-    workers), and ``stacks`` the Python stacks dumped when it fired.
+    workers), ``stacks`` the Python stacks dumped when it fired, ``where``
+    the place of the hang and ``site`` the job's own frame there.
     """
 
     def __init__(
-        self, message: str, phase: str, deadline_s: float, workers: tuple[int, ...] = (), stacks: str = ""
+        self,
+        message: str,
+        phase: str,
+        deadline_s: float,
+        workers: tuple[int, ...] = (),
+        stacks: str = "",
+        where: str = "",
+        site: str = "",
     ) -> None:
         super().__init__(message)
         self.phase = phase
         self.deadline_s = deadline_s
         self.workers = workers
         self.stacks = stacks
+        self.where = where  # "step", "worker" or "main thread"
+        self.site = site  # the innermost frame of the job's own code, "file:line in function"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, with where it landed (``phase``, ``step`` of ``steps``).
+
+    A KeyboardInterrupt, so pytest and every ``except KeyboardInterrupt`` treat it as the interrupt it is.
+    """
+
+    def __init__(self, phase: str, step: int | None = None, steps: int | None = None) -> None:
+        at = f", step {step} of {steps}" if step is not None and steps else ""
+        super().__init__(f"interrupted (Ctrl-C) in the {phase} phase{at}; no Result was produced")
+        self.phase = phase
+        self.step = step
+        self.steps = steps
 
 
 class PropertyArgumentError(AugmentationError):
@@ -92,3 +116,28 @@ class PropertyArgumentError(AugmentationError):
 
     The message names the parameter as the caller wrote it and a value that works.
     """
+
+
+class ScriptError(JobError):
+    """A user's training script under ``perfsuite exec`` (or ``perf_run(Script(...))``) that cannot be measured:
+    it raised, exited with a failure status, ended before the run's steps, or never iterated a DataLoader.
+
+    ``script_traceback`` holds the script's own traceback (perfsuite's frames left out) when it raised.
+    """
+
+    def __init__(self, message: str, script_traceback: str = "") -> None:
+        super().__init__(message)
+        self.script_traceback = script_traceback
+
+
+class RankError(PerfsuiteError):
+    """A rank of a run on several ranks failed or died (perfsuite.harness.distributed).
+
+    ``rank`` names the first rank that failed (None when it cannot be told) and
+    ``stacks`` holds each rank's Python stacks as dumped when the run was stopped.
+    """
+
+    def __init__(self, message: str, rank: int | None = None, stacks: str = "") -> None:
+        super().__init__(message)
+        self.rank = rank
+        self.stacks = stacks

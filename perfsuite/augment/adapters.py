@@ -3,9 +3,9 @@
 Each adapter is ``adapter(images [B, H, W, 3] uint8, masks [B, H, W], seed) -> Output``
 and is chosen by ``check_paired_augmentation(layout=...)`` (or passed as ``adapter=``):
 
-* ``"torch"`` :class:`~perfsuite.augment.checks.TorchBatched`: ``fn(images [B,3,H,W] float 0..1, masks [B,H,W] long)
+* ``"torch"`` :class:`TorchBatched`: ``fn(images [B,3,H,W] float 0..1, masks [B,H,W] long)
   -> (images, masks)``, batched.
-* ``"numpy"`` :class:`~perfsuite.augment.checks.NumpyPerSample`: ``fn(image HxWx3 uint8, mask HxW) -> (image, mask)``,
+* ``"numpy"`` :class:`NumpyPerSample`: ``fn(image HxWx3 uint8, mask HxW) -> (image, mask)``,
   per sample.
 * ``"dict"`` :class:`DictPIL`: ``fn({"im": PIL RGB, "lb": PIL L or I}) -> same dict``, per sample (``keys=`` renames
   them).
@@ -27,8 +27,71 @@ from typing import Any
 
 import numpy as np
 
-from perfsuite.augment.checks import Output, seeded, stack_outputs
+from perfsuite.augment.outputs import Output, seeded, stack_outputs
 from perfsuite.errors import PropertyArgumentError, PropertyViolation
+
+
+class TorchBatched:
+    """Adapts ``fn(images [B, 3, H, W], masks [B, H, W]) -> (images, masks)`` on torch tensors.
+
+    Images go in as ``image_dtype`` (float32 in [0, 1] or uint8), masks as
+    ``mask_dtype`` (long by default). ``factory=True``: ``fn(seed)`` builds the
+    callable, for augmentations with their own generator.
+    """
+
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        device: str = "cpu",
+        image_dtype: str = "float32",
+        mask_dtype: str = "int64",
+        factory: bool = False,
+    ) -> None:
+        self.fn, self.device, self.factory = fn, device, factory
+        self.image_dtype, self.mask_dtype = image_dtype, mask_dtype
+
+    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
+        import torch
+
+        x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(self.device)
+        x = x.to(getattr(torch, self.image_dtype))
+        if x.is_floating_point():
+            x = x / 255.0
+        m = torch.from_numpy(masks).to(self.device, getattr(torch, self.mask_dtype))
+        with seeded(seed, self.device), torch.no_grad():
+            fn = self.fn(seed) if self.factory else self.fn
+            xo, mo = fn(x, m)
+        scale = 255.0 if x.is_floating_point() else 1.0  # back to the 0..255 the images were painted in
+        xo = (xo.detach().cpu().double() * scale).permute(0, 2, 3, 1).numpy()
+        return Output(xo, mo.detach().cpu().long().numpy(), str(m.dtype), str(mo.dtype))
+
+
+class NumpyPerSample:
+    """Adapts ``fn(image HxWx3 uint8, mask HxW) -> (image, mask)``, called once per sample.
+
+    ``factory=True``: ``fn(seed)`` builds the callable once per batch (e.g.
+    ``lambda s: CpuAugment(recipe, "mask", seed=s)``). ``per_sample_sizes``:
+    outputs may differ in size per sample (random crop/scale).
+    """
+
+    def __init__(
+        self, fn: Callable, *, image_dtype: str = "uint8", factory: bool = False, per_sample_sizes: bool = False
+    ) -> None:
+        self.fn, self.image_dtype, self.factory = fn, image_dtype, factory
+        self.per_sample_sizes = per_sample_sizes
+
+    def call_one(self, fn: Callable, image: np.ndarray, mask: np.ndarray) -> tuple[Any, Any]:
+        x = image if self.image_dtype == "uint8" else image.astype(self.image_dtype) / 255.0
+        return fn(x, mask)
+
+    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
+        outs = []
+        with seeded(seed):
+            fn = self.fn(seed) if self.factory else self.fn
+            for img, mask in zip(images, masks):
+                outs.append(self.call_one(fn, img, mask.copy()))
+        return stack_outputs([o[0] for o in outs], [o[1] for o in outs], str(masks.dtype), self.per_sample_sizes)
 
 
 class _PerSample:
@@ -162,3 +225,41 @@ class KorniaSequential:
         labels = mo.round().to(torch.int64).numpy()
         xo = (xo.detach().cpu().double() * 255.0).permute(0, 2, 3, 1).numpy()
         return Output(xo, labels, str(masks.dtype), str(masks.dtype))
+
+
+LAYOUTS = ("torch", "numpy", "dict", "albumentations", "torchvision", "kornia")
+FUNC = "check_paired_augmentation"
+
+
+def make_adapter(
+    fn: Callable,
+    layout: str,
+    *,
+    device: str = "cpu",
+    image_dtype: str | None = None,
+    mask_dtype: str = "int64",
+    factory: bool = False,
+    per_sample_sizes: bool = False,
+    keys: tuple[str, str] | None = None,
+) -> Callable[..., Output]:
+    """The adapter for ``layout`` (the module docstring summarises each in one line)."""
+    if layout == "torch":
+        return TorchBatched(
+            fn, device=device, image_dtype=image_dtype or "float32", mask_dtype=mask_dtype, factory=factory
+        )
+    if layout == "numpy":
+        return NumpyPerSample(
+            fn, image_dtype=image_dtype or "uint8", factory=factory, per_sample_sizes=per_sample_sizes
+        )
+    if layout == "dict":
+        return DictPIL(fn, keys=keys or ("im", "lb"), factory=factory, per_sample_sizes=per_sample_sizes)
+    if layout == "albumentations":
+        return Albumentations(fn, factory=factory, per_sample_sizes=per_sample_sizes)
+    if layout == "torchvision":
+        return TorchvisionV2(fn, factory=factory, per_sample_sizes=per_sample_sizes)
+    if layout == "kornia":
+        return KorniaSequential(fn, device=device, factory=factory)
+    raise PropertyArgumentError(
+        f"{FUNC}(layout={layout!r}): not a layout; write one of {', '.join(map(repr, LAYOUTS))} "
+        "(or pass adapter=... with your own)"
+    )

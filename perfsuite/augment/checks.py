@@ -38,72 +38,61 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from perfsuite.augment.hints import invented_label, padded_with
-from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast, mirrored
+from perfsuite.augment.adapters import LAYOUTS, NumpyPerSample, TorchBatched, make_adapter
+from perfsuite.augment.flips import assert_label_map
+from perfsuite.augment.hints import clamp_end, erased, interior_box, invented_label, padded_with
+from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast
+from perfsuite.augment.outputs import Output, seeded, stack_outputs
+from perfsuite.augment.painting import (
+    EXACT_TOL,
+    LOOSE_TOL,
+    OUTSIDE,
+    PALETTE,
+    STRICT_TOL,
+    copied,
+    decode,
+    encode,
+    palette_for,
+    uniform,
+)
+from perfsuite.augment.search import assert_reproducible, flaky_advice, search_settings
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
-OUTSIDE = -(2**62)  # decoded label of the image fill colour (black); no mask dtype perfsuite draws holds it
-STRICT_TOL = 13.0  # 0.05 of the 0..255 range: uint8 rounding passes, a 20% MixUp blend does not
-LOOSE_TOL = 51.0  # 0.2 of the range: ~6 sigma of recipe noise, far below palette spacing (>= 127)
-
-# Palette: the 3-level RGB grid without black (black is the image fill), corners first.
-_LEVELS = (0, 128, 255)
-_GRID = [(r, g, b) for r in _LEVELS for g in _LEVELS for b in _LEVELS if (r, g, b) != (0, 0, 0)]
-PALETTE = np.array(sorted(_GRID, key=lambda c: (sum(v == 128 for v in c), c)), dtype=np.float64)
-
-
-# -- painting and decoding ------------------------------------------------------------------
-
-
-def palette_for(masks: np.ndarray) -> dict[int, np.ndarray]:
-    """One colour per label present in ``masks``, shared by the whole batch."""
-    labels = np.unique(masks).tolist()
-    if len(labels) > len(PALETTE):
-        raise AugmentationError(
-            f"{len(labels)} labels in one batch but the palette has {len(PALETTE)} colours; "
-            f"draw batches with at most {len(PALETTE)} distinct labels"
-        )
-    return {label: PALETTE[i] for i, label in enumerate(labels)}
-
-
-def encode(masks: np.ndarray, palette: dict[int, np.ndarray]) -> np.ndarray:
-    """Images ``[B, H, W, 3]`` uint8 whose colours are the masks' labels (any integer labels, -100 or 70,000 too)."""
-    keys = np.array(sorted(palette), dtype=np.int64)
-    colours = np.stack([palette[k] for k in keys.tolist()]).astype(np.uint8)
-    idx = np.searchsorted(keys, masks.astype(np.int64)).clip(0, len(keys) - 1)
-    if (keys[idx] != masks).any():
-        raise AugmentationError(
-            "encode: the masks hold labels the palette has no colour for; build it with palette_for"
-        )
-    return colours[idx]
-
-
-def decode(images: np.ndarray, palette: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(nearest label, distance to its colour) per pixel; black decodes to ``OUTSIDE``."""
-    labels = np.array([OUTSIDE, *palette], dtype=np.int64)
-    colours = np.stack([np.zeros(3), *palette.values()])
-    dist = np.linalg.norm(images[..., None, :] - colours, axis=-1)
-    nearest = dist.argmin(-1)
-    return labels[nearest], np.take_along_axis(dist, nearest[..., None], -1)[..., 0]
-
-
-def uniform(mask: np.ndarray, margin: int) -> np.ndarray:
-    """True where the ``(2*margin+1)**2`` window around a pixel lies inside the mask and holds one label."""
-    h, w = mask.shape
-    padded = np.pad(mask.astype(np.int64), margin, constant_values=np.iinfo(np.int64).min)
-    out = np.ones((h, w), bool)
-    for dy in range(2 * margin + 1):
-        for dx in range(2 * margin + 1):
-            out &= padded[dy : dy + h, dx : dx + w] == mask
-    return out
+FUNC = "check_paired_augmentation"
+__all__ = [  # what the docs and tests import from here; adapters, outputs and painting are their own modules
+    "LAYOUTS",
+    "LOOSE_TOL",
+    "OUTSIDE",
+    "PALETTE",
+    "STRICT_TOL",
+    "AugmentationError",
+    "Declared",
+    "NumpyPerSample",
+    "Output",
+    "PropertyViolation",
+    "TorchBatched",
+    "assert_aligned",
+    "assert_mask_format",
+    "assert_masks_unchanged",
+    "assert_paired",
+    "assert_valid_labels",
+    "check_example",
+    "check_paired_augmentation",
+    "decode",
+    "encode",
+    "make_adapter",
+    "palette_for",
+    "probe_output_size",
+    "seeded",
+    "stack_outputs",
+    "uniform",
+]
 
 
 def _first(where: np.ndarray) -> str:
@@ -113,6 +102,15 @@ def _first(where: np.ndarray) -> str:
 
 def _fmt(labels: Any) -> str:
     return "{" + ", ".join(str(v) for v in sorted(labels)) + "}"
+
+
+def _violation(prop: str, message: str, *, sample: int | None = None, cause: str) -> PropertyViolation:
+    err = PropertyViolation(prop, message, sample=sample)
+    err.cause = cause
+    return err
+
+
+GEOMETRY = "image and mask were not moved by the same geometry (draw parameters once, apply to both)"
 
 
 # -- the properties -------------------------------------------------------------------------
@@ -148,8 +146,11 @@ def assert_mask_format(
     if same_size and masks_out.shape != masks_in.shape:
         raise PropertyViolation(
             "mask format",
-            f"masks went in as {masks_in.shape} and came out as "
-            f"{masks_out.shape}; pass same_size=False if resizing is intended",
+            f"masks went in as {masks_in.shape} and came out as {masks_out.shape}. If the callable crops or "
+            "resizes on purpose, pass output_size='auto' (one output size for every input) or same_size=False "
+            "(with per_sample_sizes=True if each sample gets its own size): an exact crop is then still compared "
+            "at every pixel, so a window one pixel off is caught; offsets under a pixel inside a resize need "
+            "subpixel=True on the geometry alone (photometric=False)",
         )
 
 
@@ -219,8 +220,14 @@ def assert_aligned(
     photometric: bool = False,
     margin: int = 1,
     masks_in: np.ndarray | None = None,
+    num_classes: int | None = None,
 ) -> None:
     """Where the output mask says label L (away from boundaries), the image shows L's colour.
+
+    A sample whose image holds only exact palette colours (an exact copy: flips,
+    crops, pads, quarter turns; nothing resampled it) is compared at every
+    pixel, since there is no resampling boundary to forgive: a crop of the mask
+    one pixel off is caught. ``photometric=True`` compares by consistency only.
 
     With ``masks_in``, a pixel may also show a bilinear blend of L's colour with
     another label of the SAME input sample, as long as L weighs at least a
@@ -231,10 +238,11 @@ def assert_aligned(
     skip = {ignore_index, ignore_index if fill is None else fill}
     for i, (img, mask) in enumerate(zip(images_out, masks_out)):
         if photometric:
-            _consistent(i, img, mask, skip, margin + 1)
+            colours_in = len(np.unique(masks_in[i])) + 1 if masks_in is not None else len(palette) + 1  # + black
+            _consistent(i, img, mask, skip, margin + 1, colours_in)
         else:
             partners = sorted(set(np.unique(masks_in[i]).tolist()) & set(palette)) if masks_in is not None else []
-            _strict(i, img, mask, palette, skip, margin, partners, ignore_index)
+            _strict(i, img, mask, palette, skip, margin, partners, ignore_index, num_classes)
 
 
 MIN_OWN_WEIGHT = 0.25  # bilinear: the tap nearest the sample point has weight >= 1/4
@@ -262,8 +270,11 @@ def _strict(
     margin: int,
     partners: list[int],
     ignore_index: int | None = None,
+    num_classes: int | None = None,
 ) -> None:
     label, dist = decode(img, palette)
+    if (dist <= EXACT_TOL).all():  # nothing resampled the image: no boundary to forgive
+        margin = 0
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     decodable = dist <= STRICT_TOL
     if partners:  # forgive own-sample boundary blends that happen to sit near some palette colour
@@ -274,69 +285,103 @@ def _strict(
         keep &= ~explained
     wrong = keep & decodable & (label != mask)
     if wrong.any():
-        y, x = (int(v[0]) for v in np.nonzero(wrong))
+        content = wrong & (label != OUTSIDE)  # content in the wrong place outranks outside fill as evidence
+        y, x = (int(v[0]) for v in np.nonzero(content if content.any() else wrong))
         shown = "the fill colour (outside the image)" if label[y, x] == OUTSIDE else f"label {label[y, x]}"
-        cast = None if label[y, x] == OUTSIDE else explain_by_cast(int(mask[y, x]), [int(label[y, x])])
-        outside = wrong & (label == OUTSIDE)
-        padded = np.unique(mask[outside]) if label[y, x] == OUTSIDE else np.array([], dtype=np.int64)
-        if len(padded) == 1 and len(np.unique(mask[~np.isin(mask, list(skip))])) > 1:
-            # the pixels the image fills from outside all hold one class, in a mask that holds others: padding.
-            # (In a one-label mask a mask that did not move looks the same: that stays "geometry".)
-            advice, cause = (
-                (
-                    padded_with(int(padded[0]), ignore_index).advice + "; if instead the mask did not "
-                    "move at all, image and mask were not moved by the same geometry"
-                ),
-                "padding",
-            )
-        elif cast is not None:
-            advice, cause = (
-                (
-                    f"mask label {mask[y, x]} is what a {cast[0]} round trip makes of label {label[y, x]} "
-                    f"({CAST_ADVICE[cast[0]]}): keep masks integer end to end"
-                ),
-                "dtype",
-            )
-        else:
-            advice, cause = (
-                ("image and mask were not moved by the same geometry (draw parameters once, apply to both)"),
-                "geometry",
-            )
-        err = PropertyViolation(
+        cause, advice = _misaligned_cause(mask, label, decodable, skip, (y, x), ignore_index, num_classes)
+        raise _violation(
             "alignment",
             f"the mask says label {mask[y, x]} but the image shows {shown} at {_first(wrong)}; {advice}",
             sample=i,
+            cause=cause,
         )
-        err.cause = cause
-        raise err
     blended = uniform(mask, margin + 1) & keep & ~decodable
     if blended.any():
         y, x = (int(v[0]) for v in np.nonzero(blended))
-        raise PropertyViolation(
+        raise _violation(
             "alignment",
             f"inside a region of label {mask[y, x]} the image colour {img[y, x].round(1).tolist()} is no label's "
             f"colour ({dist[y, x]:.0f} away from the nearest) at {_first(blended)}: the image mixes in content the "
             "mask does not show (another sample's, as MixUp on images only does; or the outside fill or another "
             "region, as misaligned geometry does). If the callable has photometric ops, pass photometric=True",
             sample=i,
+            cause="blend",
         )
 
 
-def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int) -> None:
+def _misaligned_cause(
+    mask: np.ndarray,
+    label: np.ndarray,
+    decodable: np.ndarray,
+    skip: set,
+    at: tuple[int, int],
+    ignore_index: int | None,
+    num_classes: int | None,
+) -> tuple[str, str]:
+    """(cause, advice) for a pixel whose mask label is not what the image shows (see :mod:`perfsuite.augment.hints`).
+
+    ``at`` is the first pixel where the image shows content (a label) in the wrong place, or, if it shows
+    none, the first where it shows the outside fill. Content in the wrong place is geometry, a cast, or a
+    clamped ignore index. Outside fill alone is an eraser's box if it is an axis-aligned box not touching
+    the frame, else padding of the mask with the one class it holds there (in a one-label mask a mask that
+    never moved looks the same: the advice says both).
+    """
+    from scipy import ndimage
+
+    y, x = at
+    said, shown = int(mask[y, x]), int(label[y, x])
+    if shown == OUTSIDE:
+        regions, _ = ndimage.label(decodable & (label == OUTSIDE))
+        region = regions == regions[y, x]
+        box = interior_box(region)
+        if box is not None:
+            return "erase", erased(said, box, ignore_index, "image").advice
+        padded = np.unique(mask[region & ~np.isin(mask, list(skip))])
+        if len(padded) == 1:
+            is_class = num_classes is None or 0 <= int(padded[0]) < num_classes
+            pad = padded_with(int(padded[0]), ignore_index, is_class=is_class).advice
+            return "padding", f"{pad} If instead the mask did not move at all: {GEOMETRY}"
+        return "geometry", GEOMETRY
+    if num_classes is not None and shown == ignore_index and clamp_end(ignore_index, num_classes) == said:
+        return "clamp", (
+            f"the image shows the ignore index ({ignore_index}) where the mask says {said}: labels were clamped "
+            f"into 0..{num_classes - 1} (torch.clamp / np.clip / a lookup table). Never clamp masks: keep "
+            "ignore_index as it is and let the loss ignore it"
+        )
+    cast = explain_by_cast(said, [shown])
+    if cast is not None:
+        return "dtype", (
+            f"mask label {said} is what a {cast[0]} round trip makes of label {shown} "
+            f"({CAST_ADVICE[cast[0]]}): keep masks integer end to end"
+        )
+    return "geometry", GEOMETRY
+
+
+def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int, colours_in: int) -> None:
+    """Each label's pixels show one colour (jitter is a per-image function of colour).
+
+    An image with no more distinct colours than the input had (``colours_in``,
+    the fill included), each of them filling some 3x3 block, was copied, not
+    resampled, blurred or noised (:func:`~perfsuite.augment.painting.copied`): every pixel is compared,
+    and must match its label's colour exactly.
+    """
+    tol = LOOSE_TOL
+    if copied(img, colours_in):
+        margin, tol = 0, 2 * EXACT_TOL
     keep = uniform(mask, margin) & ~np.isin(mask, list(skip))
     for label in np.unique(mask[keep]).tolist():
         where = keep & (mask == label)
         colours = img[where]
         dev = np.linalg.norm(colours - np.median(colours, axis=0), axis=-1)
-        if dev.max() > LOOSE_TOL:
+        if dev.max() > tol:
             ys, xs = np.nonzero(where)
             k = int(dev.argmax())
-            raise PropertyViolation(
+            raise _violation(
                 "alignment",
                 f"pixels the mask labels {label} show different colours: (y={ys[k]}, x={xs[k]}) is "
-                f"{dev[k]:.0f} away from the label's median colour ({int((dev > LOOSE_TOL).sum())} such pixels); "
-                "image and mask were not moved by the same geometry (draw parameters once, apply to both)",
+                f"{dev[k]:.0f} away from the label's median colour ({int((dev > tol).sum())} such pixels); {GEOMETRY}",
                 sample=i,
+                cause="geometry",
             )
 
 
@@ -357,188 +402,6 @@ def assert_paired(masks_in: np.ndarray, images_out: np.ndarray, palette: dict[in
                 "without their masks",
                 sample=i,
             )
-
-
-# -- adapters: any paired callable -> NumPy in one layout -----------------------------------
-
-
-@dataclass(frozen=True)
-class Output:
-    images: Any  # [B, H, W, 3] float 0..255; a list of [H_i, W_i, 3] when sizes vary per sample
-    masks: Any  # [B, H, W] int64; a list of [H_i, W_i] when sizes vary per sample
-    dtype_in: str
-    dtype_out: str
-
-    @property
-    def ragged(self) -> bool:
-        """Each sample came out at its own size (random crops): the properties run per sample."""
-        return isinstance(self.masks, list)
-
-
-def stack_outputs(images: list, masks: list, dtype_in: str, per_sample_sizes: bool = False) -> Output:
-    """Per-sample outputs (image 0..255 or 0..1, mask) as one :class:`Output`; ragged if sizes differ and allowed."""
-    imgs = [np.asarray(i, np.float64) * (1.0 if np.asarray(i).dtype == np.uint8 else 255.0) for i in images]
-    ms = [np.asarray(m) for m in masks]
-    dtypes = {str(m.dtype) for m in ms}
-    shapes = {m.shape for m in ms} | {i.shape[:2] for i in imgs}
-    dtype_out = "/".join(sorted(dtypes))
-    if len(shapes) != 1:
-        if per_sample_sizes:
-            return Output(imgs, [m.astype(np.int64) for m in ms], dtype_in, dtype_out)
-        raise PropertyViolation(
-            "mask format",
-            f"per-sample outputs have different sizes {sorted(shapes)}; if the "
-            "callable crops or scales each sample to its own size, pass per_sample_sizes=True "
-            "(each sample is then checked on its own)",
-        )
-    return Output(np.stack(imgs), np.stack(ms).astype(np.int64), dtype_in, dtype_out)
-
-
-@contextlib.contextmanager
-def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
-    """Seed torch, NumPy's and Python's global generators for one call, restoring them after."""
-    import torch
-
-    np_state, py_state = np.random.get_state(), random.getstate()
-    devices = [torch.device(device).index or 0] if str(device).startswith("cuda") else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        np.random.seed(seed)
-        random.seed(seed)
-        try:
-            yield
-        finally:
-            np.random.set_state(np_state)
-            random.setstate(py_state)
-
-
-class TorchBatched:
-    """Adapts ``fn(images [B, 3, H, W], masks [B, H, W]) -> (images, masks)`` on torch tensors.
-
-    Images go in as ``image_dtype`` (float32 in [0, 1] or uint8), masks as
-    ``mask_dtype`` (long by default). ``factory=True``: ``fn(seed)`` builds the
-    callable, for augmentations with their own generator.
-    """
-
-    def __init__(
-        self,
-        fn: Callable,
-        *,
-        device: str = "cpu",
-        image_dtype: str = "float32",
-        mask_dtype: str = "int64",
-        factory: bool = False,
-    ) -> None:
-        self.fn, self.device, self.factory = fn, device, factory
-        self.image_dtype, self.mask_dtype = image_dtype, mask_dtype
-
-    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
-        import torch
-
-        x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(self.device)
-        x = x.to(getattr(torch, self.image_dtype))
-        if x.is_floating_point():
-            x = x / 255.0
-        m = torch.from_numpy(masks).to(self.device, getattr(torch, self.mask_dtype))
-        with seeded(seed, self.device), torch.no_grad():
-            fn = self.fn(seed) if self.factory else self.fn
-            xo, mo = fn(x, m)
-        scale = 255.0 if x.is_floating_point() else 1.0  # back to the 0..255 the images were painted in
-        xo = (xo.detach().cpu().double() * scale).permute(0, 2, 3, 1).numpy()
-        return Output(xo, mo.detach().cpu().long().numpy(), str(m.dtype), str(mo.dtype))
-
-
-class NumpyPerSample:
-    """Adapts ``fn(image HxWx3 uint8, mask HxW) -> (image, mask)``, called once per sample.
-
-    ``factory=True``: ``fn(seed)`` builds the callable once per batch (e.g.
-    ``lambda s: CpuAugment(recipe, "mask", seed=s)``). ``per_sample_sizes``:
-    outputs may differ in size per sample (random crop/scale).
-    """
-
-    def __init__(
-        self, fn: Callable, *, image_dtype: str = "uint8", factory: bool = False, per_sample_sizes: bool = False
-    ) -> None:
-        self.fn, self.image_dtype, self.factory = fn, image_dtype, factory
-        self.per_sample_sizes = per_sample_sizes
-
-    def call_one(self, fn: Callable, image: np.ndarray, mask: np.ndarray) -> tuple[Any, Any]:
-        x = image if self.image_dtype == "uint8" else image.astype(self.image_dtype) / 255.0
-        return fn(x, mask)
-
-    def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
-        outs = []
-        with seeded(seed):
-            fn = self.fn(seed) if self.factory else self.fn
-            for img, mask in zip(images, masks):
-                outs.append(self.call_one(fn, img, mask.copy()))
-        return stack_outputs([o[0] for o in outs], [o[1] for o in outs], str(masks.dtype), self.per_sample_sizes)
-
-
-# -- declared label maps (left/right swaps under flips) -------------------------------------
-
-FLIP_DECODE_TOL = 63.0  # half the palette spacing: nearest-colour decoding is unambiguous within it
-
-
-def assert_label_map(
-    masks_in: np.ndarray,
-    images_out: np.ndarray,
-    masks_out: np.ndarray,
-    palette: dict[int, np.ndarray],
-    space: LabelSpace,
-    margin: int = 1,
-) -> np.ndarray:
-    """Mirrored samples swap the declared labels, others do not; return the masks with the swap undone.
-
-    Whether a sample was mirrored is read off its IMAGE (:func:`~perfsuite.augment.labels.mirrored`);
-    the image is painted from the input mask and never swapped, so at a paired
-    label the image says which side the pixel came from. Where the geometry
-    cannot be told (fewer than three labels, or crops that bias centroids),
-    the sample is judged by whichever of "swapped" or "not swapped" its pixels
-    follow, so a correct swap is never refused; Hypothesis finds the
-    samples where it can be told.
-    """
-    mapping = dict(space.flip_map)
-    domain = list(mapping)
-    shown, dist = decode(images_out, palette)
-    out = masks_out.copy()
-    for i in range(len(masks_out)):
-        seen = np.where(dist[i] <= FLIP_DECODE_TOL, shown[i], OUTSIDE)
-        labels = [v for v in np.unique(masks_in[i]).tolist() if v not in space.extra]
-        mir = mirrored(masks_in[i], seen, labels)
-        keep = uniform(masks_out[i], margin) & np.isin(seen, domain)
-        expected_swap = np.vectorize(mapping.get, otypes=[np.int64])(np.where(keep, seen, domain[0] if domain else 0))
-        swapped = keep & (masks_out[i] == expected_swap)
-        kept = keep & (masks_out[i] == seen)
-        if mir is None:
-            mir = swapped.sum() > kept.sum()
-        elif mir and kept.any():
-            y, x = (int(v[0]) for v in np.nonzero(kept))
-            err = PropertyViolation(
-                "label swap",
-                f"the geometry mirrored this sample (read from the image) but the mask kept label {seen[y, x]} where "
-                f"the declared flip map swaps {seen[y, x]} -> {mapping[int(seen[y, x])]}, at {_first(kept)}: the "
-                "flip forgot the label swap. Swap paired labels whenever the geometry mirrors (a lookup table on the "
-                "flipped samples' masks, after the flip)",
-                sample=i,
-            )
-            err.cause = "missing swap"
-            raise err
-        elif not mir and swapped.any():
-            y, x = (int(v[0]) for v in np.nonzero(swapped))
-            err = PropertyViolation(
-                "label swap",
-                f"the geometry did not mirror this sample (read from the image) but the mask shows label "
-                f"{masks_out[i][y, x]} where the image shows {seen[y, x]}, at {_first(swapped)}: labels were "
-                "swapped without a flip (the swap ran on samples the flip skipped, or the flip decision was drawn "
-                "twice). Swap exactly the samples the geometry mirrored",
-                sample=i,
-            )
-            err.cause = "swap without flip"
-            raise err
-        if mir:
-            out[i] = space.apply_map(masks_out[i], inverse=True)
-    return out
 
 
 # -- one example, and the Hypothesis search ---------------------------------------------------
@@ -597,8 +460,18 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         assert_masks_unchanged(masks, out.masks)
     margin = zoomed_margin(d.margin, masks.shape, out.masks.shape)
     masks_out = out.masks
+    aligned: dict[str, Any] = {
+        "ignore_index": d.ignore_index,
+        "fill": d.fill,
+        "photometric": d.photometric,
+        "margin": margin,
+        "masks_in": None if d.mixes_samples else masks,
+        "num_classes": d.num_classes,
+    }
     if d.flip_map:
-        masks_out = assert_label_map(masks, out.images, masks_out, palette, d.space, margin)
+        if d.photometric:  # one colour per region, whatever label it carries: the pair identities rest on it
+            assert_aligned(out.images, masks_out, palette, **aligned)
+        masks_out = assert_label_map(masks, out.images, masks_out, palette, d.space, margin, d.photometric)
     shown, _ = decode(out.images, palette)
     assert_valid_labels(
         masks,
@@ -609,23 +482,21 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         mixes_samples=d.mixes_samples,
         shown_out=shown,
     )
-    assert_aligned(
-        out.images,
-        masks_out,
-        palette,
-        ignore_index=d.ignore_index,
-        fill=d.fill,
-        photometric=d.photometric,
-        margin=margin,
-        masks_in=None if d.mixes_samples else masks,
-    )
+    if not (d.flip_map and d.photometric):
+        assert_aligned(out.images, masks_out, palette, **aligned)
     if not d.photometric and not d.mixes_samples:
         assert_paired(masks, out.images, palette)
     if d.subpixel and not d.photometric:
         from perfsuite.augment.alignment import assert_subpixel_aligned
 
         assert_subpixel_aligned(
-            out.images, masks_out, palette, skip=d.space.extra, tol=d.subpixel_tol, mixes_samples=d.mixes_samples
+            out.images,
+            masks_out,
+            palette,
+            masks_in=masks,
+            skip=d.space.extra,
+            tol=d.subpixel_tol,
+            mixes_samples=d.mixes_samples,
         )
 
 
@@ -638,46 +509,6 @@ def stream_seed(seed: int, batch: int) -> int:
     width are left out so that shrinking a side keeps the same stream.
     """
     return (seed * 1_000_003 + batch) % 2**32
-
-
-LAYOUTS = ("torch", "numpy", "dict", "albumentations", "torchvision", "kornia")
-FUNC = "check_paired_augmentation"
-
-
-def make_adapter(
-    fn: Callable,
-    layout: str,
-    *,
-    device: str = "cpu",
-    image_dtype: str | None = None,
-    mask_dtype: str = "int64",
-    factory: bool = False,
-    per_sample_sizes: bool = False,
-    keys: tuple[str, str] | None = None,
-) -> Callable[..., Output]:
-    """The adapter for ``layout`` (see :mod:`perfsuite.augment.adapters` for the one-line summary of each)."""
-    from perfsuite.augment import adapters
-
-    if layout == "torch":
-        return TorchBatched(
-            fn, device=device, image_dtype=image_dtype or "float32", mask_dtype=mask_dtype, factory=factory
-        )
-    if layout == "numpy":
-        return NumpyPerSample(
-            fn, image_dtype=image_dtype or "uint8", factory=factory, per_sample_sizes=per_sample_sizes
-        )
-    if layout == "dict":
-        return adapters.DictPIL(fn, keys=keys or ("im", "lb"), factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "albumentations":
-        return adapters.Albumentations(fn, factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "torchvision":
-        return adapters.TorchvisionV2(fn, factory=factory, per_sample_sizes=per_sample_sizes)
-    if layout == "kornia":
-        return adapters.KorniaSequential(fn, device=device, factory=factory)
-    raise PropertyArgumentError(
-        f"{FUNC}(layout={layout!r}): not a layout; write one of {', '.join(map(repr, LAYOUTS))} "
-        "(or pass adapter=... with your own)"
-    )
 
 
 def probe_output_size(paired: Callable[..., Output], space: LabelSpace) -> tuple[int, int] | None:
@@ -718,6 +549,7 @@ def check_paired_augmentation(
     output_size: tuple[int, int] | str | None = None,
     keys: tuple[str, str] | None = None,
     adapter: Callable[..., Output] | None = None,
+    search_seed: int | None = None,
     **strategy_kwargs: Any,
 ) -> None:
     """Search for a batch on which ``fn`` breaks a property; raise :class:`PropertyViolation` if found.
@@ -739,26 +571,33 @@ def check_paired_augmentation(
             with ``data_keys=["input", "mask"]``); or any ``adapter=``.
         photometric: the callable may change colours (jitter, blur, noise):
             alignment decodes by consistency instead of exact colours, and
-            the image-side pairing and sub-pixel checks are skipped. Pass
-            False for geometry/mixing-only callables: the checks get stricter.
+            the image-side pairing check is skipped. Pass False for
+            geometry/mixing-only callables: the checks get stricter.
         photometric_only: masks must come back bit-identical.
         mixes_samples: CutMix-style: labels may come from other samples.
-        subpixel, subpixel_tol: opt-in centroid check (:mod:`perfsuite.augment.alignment`);
-            its false-alarm rate on real face masks is not 0 (3 correct x1.5 resizes in 2,000 batches,
-            docs/properties.md). Turns on ``blobs=True`` masks (compact regions it can measure).
+        subpixel, subpixel_tol: the sub-pixel check (:mod:`perfsuite.augment.alignment`; needs
+            ``photometric=False``): the mask the image's geometry predicts against the actual one.
+            Its measured false-alarm and catch rates are in docs/properties.md (the one place they
+            are kept). Turns on ``blobs=True`` masks (compact regions it can measure).
         per_sample_sizes: each sample may come out at its own size (random crops); checked per sample.
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
             masks upscaled 50x). Implies ``same_size=False``.
-        settings: a ``hypothesis.settings``; default: the active profile (no deadline).
+        search_seed: run the search from this seed (derandomization off): runs that differ, each
+            reproducible; default: the settings decide (``ci`` is derandomized: one fixed run).
+        settings: a ``hypothesis.settings``; default: the active profile, or outside pytest ``ci`` under
+            ``CI`` (:mod:`perfsuite.augment.search`). Yours is merged with perfsuite's health-check
+            suppressions; nothing is written into the working directory outside pytest.
         strategy_kwargs: passed to :func:`~perfsuite.augment.strategies.mask_batches`.
 
     Argument errors are :class:`~perfsuite.errors.PropertyArgumentError`. The
     falsifying batch is on the exception as ``.example`` (and ``.seed``), the
     classified cause as ``.cause``.
     """
-    from hypothesis import HealthCheck, given
+    import hypothesis
+    from hypothesis import given
     from hypothesis import settings as hsettings
+    from hypothesis.errors import Flaky
 
     from perfsuite.augment.strategies import mask_batches, seeds
 
@@ -767,6 +606,12 @@ def check_paired_augmentation(
     space = LabelSpace.declare(num_classes, ignore_index, fill, mask_dtype, flip_pairs, flip_label_map)
     if not isinstance(margin, int) or margin < 0:
         raise PropertyArgumentError(f"{FUNC}(margin={margin!r}): pass a whole number of pixels >= 0 (default 1)")
+    if subpixel and photometric:
+        raise PropertyArgumentError(
+            f"{FUNC}(subpixel=True, photometric=True): the sub-pixel check measures each region's colour blend, "
+            "which jitter, blur and noise change; pass photometric=False and check the geometric part of the "
+            "transform alone (e.g. Recipe().geometric_only(), or your pipeline without its colour ops)"
+        )
     if subpixel_tol is not None and not subpixel_tol > 0:
         raise PropertyArgumentError(
             f"{FUNC}(subpixel_tol={subpixel_tol!r}): pass a positive pixel distance, "
@@ -781,6 +626,7 @@ def check_paired_augmentation(
         "labels_per_sample",
         "prefer_labels",
         "blobs",
+        "pairs",
     }
     if unknown:
         raise PropertyArgumentError(
@@ -797,12 +643,15 @@ def check_paired_augmentation(
         per_sample_sizes=per_sample_sizes,
         keys=keys,
     )
+    fixed = isinstance(output_size, tuple) and len(output_size) == 2 and all(int(v) > 0 for v in output_size)
+    if output_size not in (None, "auto") and not fixed:
+        raise PropertyArgumentError(f"{FUNC}(output_size={output_size!r}): pass (H, W), 'auto' or None")
+    size: tuple[int, int] | None = (int(output_size[0]), int(output_size[1])) if fixed else None  # type: ignore[index]
+    assert_reproducible(paired, space, layout, size or (40, 52))
     if output_size == "auto":
-        output_size = probe_output_size(paired, space)
-    if output_size is not None:
+        size = probe_output_size(paired, space)
+    if size is not None:
         same_size = False
-        if not (isinstance(output_size, tuple) and len(output_size) == 2 and all(int(v) > 0 for v in output_size)):
-            raise PropertyArgumentError(f"{FUNC}(output_size={output_size!r}): pass (H, W), 'auto' or None")
     declared = Declared(
         num_classes,
         space.ignore_index,
@@ -817,19 +666,14 @@ def check_paired_augmentation(
         subpixel_tol,
     )
     strategy_kwargs.setdefault("prefer_labels", tuple(k for k, _ in space.flip_map))
+    strategy_kwargs.setdefault("pairs", tuple((a, b) for a, b in space.flip_map if a < b))
     if subpixel:  # centroids need large compact regions inside the frame; the default masks seldom have four
         strategy_kwargs.setdefault("blobs", True)
-    batches = mask_batches(distinct_samples=True, output_size=output_size, space=space, **strategy_kwargs)
+    batches = mask_batches(distinct_samples=True, output_size=size, space=space, **strategy_kwargs)
 
-    base = settings or hsettings(
-        hsettings.default,
-        deadline=None,
-        suppress_health_check=[
-            *hsettings.default.suppress_health_check,  # type: ignore[union-attr]
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-        ],
-    )
+    base = search_settings(settings)
+    if search_seed is not None:
+        base = hsettings(base, derandomize=False)
 
     # One failure, shrunk, is what a user can read; several distinct ones arrive as an ExceptionGroup.
     @hsettings(base, report_multiple_bugs=False)
@@ -841,4 +685,9 @@ def check_paired_augmentation(
             e.example, e.seed = batch, seed
             raise
 
-    search()
+    if search_seed is not None:
+        search = hypothesis.seed(search_seed)(search)
+    try:
+        search()
+    except Flaky as exc:
+        raise flaky_advice(exc) from exc

@@ -103,6 +103,14 @@ def _gaussian_kernel(size: int, sigma: float) -> ImageFilter.Kernel:
     return ImageFilter.Kernel((size, size), np.outer(g, g).ravel().tolist(), scale=1.0)
 
 
+def _swap_pairs(mask: np.ndarray, pairs: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """A mirrored sample's mask with each left/right pair of classes traded (other labels, the fill too, kept)."""
+    out = mask.copy()
+    for a, b in pairs:
+        out[mask == a], out[mask == b] = b, a
+    return out
+
+
 def _shift_hue(img: Image.Image, hue: float) -> Image.Image:
     """Rotate hue by ``hue`` turns via PIL's HSV mode (hue is 0..255 there), as torchvision does."""
     h, s, v = img.convert("HSV").split()
@@ -251,6 +259,8 @@ class CpuAugment:
         if self.target_kind == "keypoints":
             xy1 = np.concatenate([target.astype(np.float64), np.ones((len(target), 1))], axis=1)
             target = (xy1 @ forward.T)[:, :2].astype(np.float32)
+        if self.target_kind == "mask" and params.flip and self.recipe.flip.pairs:
+            target = _swap_pairs(target, self.recipe.flip.pairs)
         return pil, target
 
     @staticmethod

@@ -13,6 +13,8 @@ boolean indexing. ``tests/unit/test_augment_gpu.py`` counts the syncs: zero.
   (:func:`affine_matrices`, the CPU executor's convention: pixel-index
   coordinates, counter-clockwise angles as in Kornia), so each pixel is
   resampled once: images bilinear, masks nearest, keypoints by the matrix.
+  Flipped samples' masks trade the recipe's left/right class pairs
+  (``Flip(pairs=...)``) with elementwise ``torch.where``.
   Masks are sampled shifted by ``-fill`` with zero padding, so area brought
   in from outside comes out as ``fill`` and no label is invented or clamped.
 * Colour jitter is per-sample linear algebra in YIQ: brightness scales,
@@ -200,10 +202,19 @@ class GpuAugment(nn.Module):
             shifted = (target.to(torch.float32) - self.fill).unsqueeze(1)
             moved = F.grid_sample(shifted, grid, mode="nearest", padding_mode="zeros", align_corners=False)
             target = (moved.squeeze(1) + self.fill).round_().to(target.dtype)
+            target = self._swap_pairs(target, p["flip"])
         elif self.target_kind == "keypoints":
             m = matrix.to(target.dtype)
             target = target @ m[:, :, :2].transpose(1, 2) + m[:, None, :, 2]
         return out, target
+
+    def _swap_pairs(self, masks: torch.Tensor, flipped: torch.Tensor) -> torch.Tensor:
+        """Trade each left/right pair of classes on the flipped samples: elementwise, so no sync."""
+        flipped = flipped.view(-1, 1, 1)
+        for a, b in self.recipe.flip.pairs:
+            is_a, is_b = flipped & (masks == a), flipped & (masks == b)
+            masks = torch.where(is_a, b, torch.where(is_b, a, masks))
+        return masks
 
     def _jitter(self, images: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
         """out = A x + offset per sample: brightness * (contrast blend with mean luma), chroma scaled and turned."""

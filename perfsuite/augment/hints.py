@@ -8,16 +8,28 @@ The causes, in the order they are tried (most specific first):
 
 * ``dtype``: the label is what a lossy cast makes of an input label
   (bfloat16/float16 rounding, uint8/int8/int16 wrap-around);
-* ``pairing``: most of the mask holds another sample's labels, so sample i
-  got sample j's mask (a permutation applied to images or masks alone);
-* ``clamp``: the label is a range end (0 or num_classes-1) where the image
-  shows the ignore index or the fill: ``clamp(0, C-1)`` swallowed them;
-* ``erase``: an axis-aligned rectangle of one real class inside the image
-  (RandomErasing, Cutout, CoarseDropout applied to the mask with a class value);
+* ``mixes samples``: the label is another sample's and the image shows it
+  there too: image and mask were pasted together from another sample
+  (CutMix, Mosaic, copy-paste) and ``mixes_samples=True`` was not declared;
+* ``pairing``: most of the mask holds another sample's labels while the image
+  does not, so sample i got sample j's mask (a permutation applied to images
+  or masks alone);
+* ``clamp``: the image shows the ignore index (or the fill) where the mask
+  says the end of the class range that clamping that value gives
+  (``clamp(0, C-1)`` turns 255 into C-1 and -100 into 0);
+* ``erase``: an axis-aligned box inside the frame (not touching it) set to one
+  real class, where the image is erased too or untouched (RandomErasing,
+  Cutout or CoarseDropout applied to the mask with a class value);
 * ``padding``: the image shows the outside fill there: geometry brought in
   pixels from outside and the mask was padded with a class (zero padding);
+  tried after the clamp rule only where the ignore index proves a clamp, since
+  zero padding (grid_sample's zeros, albumentations' ``fill_mask=0``) is far
+  more common than a clamp that ends at 0;
 * ``resampling``: anything else, typically a value between two input labels
   (bilinear) at a boundary.
+
+Every piece of advice names a configuration that still catches the fault:
+declaring a label as the fill accepts it as padding only, never as a class.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import numpy as np
 from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast
 
 RESAMPLE = "Resample masks with nearest interpolation, never bilinear, and never clamp labels"
+MIN_BOX_SIDE = 2  # px: an erase box is at least 2x2 (a single stray pixel is resampling, not an eraser)
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,57 @@ class Diagnosis:
 
 def _fmt(labels) -> str:
     return "{" + ", ".join(str(v) for v in sorted(labels)) + "}"
+
+
+def _majority(values: np.ndarray) -> int | None:
+    if not values.size:
+        return None
+    found, counts = np.unique(values, return_counts=True)
+    return int(found[counts.argmax()])
+
+
+def clamp_end(value: int | None, num_classes: int) -> int | None:
+    """What ``clamp(0, num_classes - 1)`` makes of ``value`` if it changes it, else None."""
+    if value is None or 0 <= value < num_classes:
+        return None
+    return 0 if value < 0 else num_classes - 1
+
+
+def interior_box(where: np.ndarray) -> tuple[int, int, int, int] | None:
+    """``(y0, x0, h, w)`` if ``where`` is one filled axis-aligned box, at least 2x2, not touching the frame."""
+    ys, xs = np.nonzero(where)
+    if len(ys) < MIN_BOX_SIDE * MIN_BOX_SIDE:
+        return None
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+    h, w = where.shape
+    if y0 == 0 or x0 == 0 or y1 == h - 1 or x1 == w - 1:  # geometry brings the outside in from the frame
+        return None
+    if min(y1 - y0, x1 - x0) + 1 < MIN_BOX_SIDE or not where[y0 : y1 + 1, x0 : x1 + 1].all():
+        return None
+    return y0, x0, y1 - y0 + 1, x1 - x0 + 1
+
+
+ERASED = {
+    "both": "image and mask were erased there, the mask with class {label}",
+    "image": "the image shows the outside fill there (erased) while the mask says class {label}",
+    "mask": "the mask was set to class {label} there while the image was not erased",
+}
+
+
+def erased(label: int, box: tuple[int, int, int, int], ignore_index: int | None, seen: str) -> Diagnosis:
+    """A box inside the frame erased to class ``label``; ``seen``: "both", "image" or "mask" (see :data:`ERASED`)."""
+    y0, x0, h, w = box
+    erase_with = (
+        f"Erase masks with the ignore index ({ignore_index})"
+        if ignore_index is not None
+        else "Erase masks with a label the loss ignores (declare it: ignore_index=...)"
+    )
+    return Diagnosis(
+        "erase",
+        f"a {h}x{w} rectangle at (y={y0}, x={x0}): {ERASED[seen].format(label=label)} (RandomErasing, Cutout or "
+        f"CoarseDropout with a class value for the mask): erased pixels are not class {label}. {erase_with}, "
+        "wherever the image is erased",
+    )
 
 
 def invented_label(
@@ -67,13 +131,24 @@ def invented_label(
             "floats, use float32 (exact for integers up to 2**24) and cast back with .round().long()",
         )
 
+    shows = None if shown_out is None else _majority(shown_out[where])
     extra = space.extra
     counted = ~np.isin(mask_out, list(extra)) if extra else np.ones_like(where)
     for j in range(len(masks_in)):
         if j == i:
             continue
         theirs = set(np.unique(masks_in[j]).tolist()) - extra - have
-        if label in theirs and counted.any() and np.isin(mask_out[counted], list(theirs)).mean() >= 0.5:
+        if label not in theirs:
+            continue
+        if shows == label:
+            return Diagnosis(
+                "mixes samples",
+                f"label {label} is sample {j}'s, and sample {i}'s image shows it there too: image and mask "
+                f"were pasted together from another sample (CutMix, Mosaic, copy-paste). If mixing is "
+                f"intended, declare mixes_samples=True (alignment is still checked: a box pasted into one of "
+                f"them alone stays caught)",
+            )
+        if counted.any() and np.isin(mask_out[counted], list(theirs)).mean() >= 0.5:
             return Diagnosis(
                 "pairing",
                 f"most of sample {i}'s mask holds sample {j}'s labels {_fmt(theirs)}: the "
@@ -82,45 +157,23 @@ def invented_label(
                 "permutation, or keep each pair in one record",
             )
 
-    shows = None
-    if shown_out is not None and where.any():
-        values, counts = np.unique(shown_out[where], return_counts=True)
-        shows = int(values[counts.argmax()])
-    is_end = label in (0, n - 1)
-    if (
-        shows is not None
-        and is_end
-        and (
-            (space.ignore_index is not None and shows == space.ignore_index)
-            or (shows == outside and fill is not None and not 0 <= fill < n)
-        )
-    ):
-        what = "the ignore index" if shows == space.ignore_index else f"the padding (fill {fill})"
-        return Diagnosis(
-            "clamp",
-            f"the image shows {what} where the mask says {label}: labels were clamped into "
-            f"0..{n - 1} (torch.clamp / np.clip / a lookup table). Never clamp masks: keep "
-            f"{'ignore_index' if shows == space.ignore_index else 'the fill'} as it is and let the loss "
-            "ignore it",
-        )
+    if shows is not None and shows == space.ignore_index and clamp_end(space.ignore_index, n) == label:
+        return _clamped(label, f"the ignore index ({space.ignore_index})", "ignore_index", n)
 
-    ys, xs = np.nonzero(where)
-    if len(ys) >= 4:
-        y0, y1, x0, x1 = ys.min(), ys.max(), xs.min(), xs.max()
-        h, w = mask_out.shape
-        rect = where[y0 : y1 + 1, x0 : x1 + 1].all()
-        strip = (y1 - y0 + 1 == h and (x0 == 0 or x1 == w - 1)) or (x1 - x0 + 1 == w and (y0 == 0 or y1 == h - 1))
-        if rect and not strip and 0 <= label < n and (min(y1 - y0, x1 - x0) >= 1):
-            return Diagnosis(
-                "erase",
-                f"a {y1 - y0 + 1}x{x1 - x0 + 1} rectangle at (y={y0}, x={x0}) was set to "
-                f"class {label} (RandomErasing, Cutout or CoarseDropout applied to the mask): erased "
-                f"pixels are not class {label}. Erase masks with the ignore index "
-                f"({space.ignore_index}) or leave them untouched; if {label} deliberately marks "
-                f"erased pixels, declare fill={label}",
-            )
-    if shows is not None and shows == outside:
-        return padded_with(label, space.ignore_index)
+    if shown_out is not None and shows == outside:
+        box = interior_box(where & (shown_out == outside))
+        if box is not None:
+            return erased(label, box, space.ignore_index, "both")
+        ignored = np.asarray(shown_out == space.ignore_index) & (space.ignore_index is not None)
+        if clamp_end(fill, n) == label and ignored.any() and (mask_out[ignored] == label).mean() >= 0.5:
+            # the ignore index became this label too: clamped after padding with the (out-of-range) fill
+            return _clamped(label, f"the padding (fill {fill})", "the fill", n)
+        clamped_fill = fill if clamp_end(fill, n) == label else None
+        return padded_with(label, space.ignore_index, is_class=0 <= label < n, clamped_fill=clamped_fill)
+
+    box = interior_box(where)
+    if box is not None and 0 <= label < n:
+        return erased(label, box, space.ignore_index, "mask")
 
     below = [v for v in have if v < label]
     above = [v for v in have if v > label]
@@ -132,17 +185,40 @@ def invented_label(
     return Diagnosis("resampling", f"{RESAMPLE}{between}")
 
 
-def padded_with(label: int, ignore_index: int | None) -> Diagnosis:
-    """The image shows the outside fill where the mask says class ``label``: the mask was padded with it."""
+def _clamped(label: int, what: str, keep: str, n: int) -> Diagnosis:
+    return Diagnosis(
+        "clamp",
+        f"the image shows {what} where the mask says {label}: labels were clamped into 0..{n - 1} "
+        f"(torch.clamp / np.clip / a lookup table). Never clamp masks: keep {keep} as it is and let the "
+        "loss ignore it",
+    )
+
+
+def padded_with(
+    label: int, ignore_index: int | None, *, is_class: bool = True, clamped_fill: int | None = None
+) -> Diagnosis:
+    """The image shows the outside fill where the mask says ``label``: the mask was padded with it.
+
+    ``clamped_fill``: the declared fill, when clamping it would also give ``label`` (said as an alternative).
+    """
     pad = (
-        (f"Pad masks with the ignore index (fill={ignore_index} / border_value / mask_value / padding_mode='constant')")
+        (f"Pad masks with the ignore index (fill={ignore_index} / border_value / fill_mask / padding_mode='constant')")
         if ignore_index is not None
         else "Pad masks with a label the loss ignores (and declare it: ignore_index=... or fill=...)"
+    )
+    if is_class:  # a class cannot be the ignore index; as the fill its pixels go unchecked
+        meant = f"if class {label} is meant to mark padding, declare fill={label} (its pixels are then not compared)"
+    else:
+        meant = f"if {label} is meant to mark padding, declare fill={label} (or ignore_index={label})"
+    clamp = (
+        f" If the masks are padded with {clamped_fill} and then clamped, that clamp made the {label}: "
+        "never clamp masks."
+        if clamped_fill is not None
+        else ""
     )
     return Diagnosis(
         "padding",
         f"the image shows the outside fill where the mask says {label}: geometry brought "
         f"in pixels from outside the image and the mask was padded with {label}"
-        f"{' (zero padding)' if label == 0 else ''}. {pad}, or, if {label} is meant to mark padding, "
-        f"declare fill={label} (or ignore_index={label})",
+        f"{' (zero padding)' if label == 0 else ''}. {pad}, or, {meant}.{clamp}",
     )

@@ -11,8 +11,8 @@ declare, validated once, with errors that name those parameters.
   face parsing's ``flip_pairs=[(4, 5), (6, 7), (8, 9)]`` (eyes, brows, ears).
   "Mirrored" is any reflection: a horizontal flip, or a vertical flip (which is
   a horizontal flip turned 180 degrees), since both swap the subject's left and
-  right. Whether a sample was mirrored is read off the image (see
-  :func:`mirrored`), never from the mask, so a swap without a flip is caught.
+  right. Whether a sample was mirrored is read off the image, never from the
+  mask, so a swap without a flip is caught (:mod:`perfsuite.augment.flips`).
 
 :func:`lossy_casts` lists what integer labels become through the casts that
 lose them (bfloat16 keeps integers exactly only up to 256, float16 up to 2048,
@@ -49,6 +49,11 @@ def smallest_dtype(values: Iterable[int]) -> str:
     raise _arg("num_classes", f"labels {lo}..{hi} fit no integer mask dtype")
 
 
+def ignore_suggestions(num_classes: int) -> list[int]:
+    """Ignore indexes users write that lie outside ``0..num_classes-1``: 255 only while it is not a class."""
+    return [v for v in (255, -100, num_classes) if not 0 <= v < num_classes]
+
+
 @dataclass(frozen=True)
 class LabelSpace:
     """The declared label space, validated (see the module docstring)."""
@@ -80,10 +85,11 @@ class LabelSpace:
         ignore_index = None if ignore_index is None else int(ignore_index)
         fill = None if fill is None else int(fill)
         if ignore_index is not None and 0 <= ignore_index < num_classes:
+            outside = ", ".join(str(v) for v in ignore_suggestions(num_classes))
             raise _arg(
                 "ignore_index",
                 f"{ignore_index} is a class (0..{num_classes - 1}); pass an index outside the "
-                f"classes (255, -100, {num_classes}) or ignore_index=None if the masks have none",
+                f"classes ({outside}) or ignore_index=None if the masks have none",
             )
         values = [0, num_classes - 1] + [v for v in (ignore_index, fill) if v is not None]
         if mask_dtype is None:
@@ -227,37 +233,3 @@ def explain_by_cast(label: int, sources: Iterable[int]) -> tuple[str, int] | Non
         if len(hit):
             return cast, int(src[hit[0]])
     return None
-
-
-# -- was a sample mirrored? -------------------------------------------------------------------
-
-MIN_REGION = 4  # pixels a label needs, in and out, for its centroid to count
-
-
-def mirrored(mask_in: np.ndarray, shown_out: np.ndarray, labels: Iterable[int]) -> bool | None:
-    """Did the geometry that made ``shown_out`` from ``mask_in`` reflect it? ``None`` if it cannot be told.
-
-    ``shown_out`` is the label each output pixel's IMAGE colour decodes to
-    (never the output mask: a label swap must not fool it). Each label's
-    centroid in and out gives a point correspondence; an affine fit to three
-    or more of them has a negative determinant exactly when the geometry
-    mirrors. Fewer than three labels, centroids in a line, or a fit that is
-    not close to a similarity (crop bias) give None.
-    """
-    src, dst = [], []
-    for label in labels:
-        a, b = mask_in == label, shown_out == label
-        if a.sum() >= MIN_REGION and b.sum() >= MIN_REGION:
-            src.append(np.argwhere(a).mean(0)[::-1])  # (x, y)
-            dst.append(np.argwhere(b).mean(0)[::-1])
-    if len(src) < 3:
-        return None
-    src_c = np.array(src) - np.mean(src, 0)
-    dst_c = np.array(dst) - np.mean(dst, 0)
-    if np.linalg.svd(src_c, compute_uv=False)[-1] < 1.5:  # collinear centroids: no handedness
-        return None
-    a, *_ = np.linalg.lstsq(src_c, dst_c, rcond=None)
-    s = np.linalg.svd(a, compute_uv=False)
-    if s[-1] < 1e-6 or s[0] / s[-1] > 2.0:  # far from a rotation-scale-flip: crops moved the centroids
-        return None
-    return bool(np.linalg.det(a) < 0)

@@ -63,11 +63,11 @@ def load(name: str) -> None:
         raise PerfsuiteError(f"{ENV}={name!r} is not a perfsuite profile; write one of {', '.join(PROFILES)}")
     register()
     if name == "ci":
-        _storage_outside_cwd()
+        storage_outside_cwd()
     settings.load_profile(name)
 
 
-def _storage_outside_cwd() -> None:
+def storage_outside_cwd() -> None:
     """Hypothesis writes a constants cache under ``.hypothesis/`` even without a database; send it to a temp dir."""
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         return

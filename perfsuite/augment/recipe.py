@@ -61,12 +61,34 @@ def _check_range(op: str, name: str, value: Any, minimum: float) -> None:
 
 @dataclass(frozen=True)
 class Flip:
-    """Horizontal flip. Vertical flips are left out: faces and CAPTCHAs are never upside down."""
+    """Horizontal flip. Vertical flips are left out: faces and CAPTCHAs are never upside down.
+
+    ``pairs``: mask classes that trade places on a flipped sample, because a
+    mirror turns the subject's left into its right (face parsing: left and
+    right eye, brow, ear). Both executors swap them on exactly the samples
+    they flip; a flip that forgets to is seed 000's bug.
+    """
 
     p: float = 0.5
+    pairs: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         _check_p("flip", self.p)
+        seen: set[int] = set()
+        for pair in self.pairs:
+            ok = (
+                isinstance(pair, tuple)
+                and len(pair) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pair)
+                and pair[0] != pair[1]
+                and not seen & set(pair)
+            )
+            if not ok:
+                raise AugmentationError(
+                    f"flip.pairs={self.pairs!r}: each pair is two different class labels >= 0 and a label is in "
+                    "one pair at most; write e.g. pairs=((4, 5), (6, 7), (8, 9))"
+                )
+            seen |= set(pair)
 
 
 @dataclass(frozen=True)

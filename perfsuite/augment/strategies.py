@@ -61,16 +61,19 @@ def masks(
     extra: Sequence[int] = (),
     max_shapes: int = 4,
     dtype: str = "uint8",
+    required: Sequence[int] = (),
 ):
     """One ``[H, W]`` mask of ``dtype``: background from ``labels``, shapes from ``labels + extra``.
 
     ``extra`` is where the ignore index goes: a region of it, never the background.
+    ``required``: labels that get a shape of their own first (a flip pair, so both sides show).
     """
     gh, row = _cell_index(height)
     gw, col = _cell_index(width)
     coarse = np.full((gh, gw), draw(st.sampled_from(labels)), dtype=dtype)
-    for _ in range(draw(st.integers(0, max_shapes))):
-        label = draw(st.sampled_from(list(labels) + list(extra)))
+    drawn = [*required, *(None for _ in range(draw(st.integers(0, max_shapes))))]
+    for fixed in drawn:
+        label = fixed if fixed is not None else draw(st.sampled_from(list(labels) + list(extra)))
         y0, x0 = draw(st.integers(0, gh - 1)), draw(st.integers(0, gw - 1))
         y1, x1 = draw(st.integers(y0, gh - 1)), draw(st.integers(x0, gw - 1))
         if draw(st.booleans()):  # ellipse inscribed in the box
@@ -163,6 +166,7 @@ def mask_batches(
     prefer_labels: tuple[int, ...] = (),
     space: LabelSpace | None = None,
     blobs: bool = False,
+    pairs: tuple[tuple[int, int], ...] = (),
 ) -> MaskBatch:
     """Batches of structured masks: odd and non-square sizes, single-class masks included.
 
@@ -173,6 +177,10 @@ def mask_batches(
     the pairing properties rely on it. ``output_size``: see :func:`sizes`.
     ``blobs``: masks of compact regions (:func:`regions`), sides from
     ``REGION_MIN_SIDE``, for the sub-pixel check.
+    ``pairs`` (the declared flip pairs, with ``distinct_samples``): each of the
+    first ``len(pairs)`` samples may hold one whole pair, each member drawn as
+    a shape of its own, so that a flip shows on both sides of a sample and
+    the examples a small budget spends can find a missing swap.
     """
     if blobs:
         min_side, max_side = max(min_side, REGION_MIN_SIDE), max(max_side, REGION_MIN_SIDE)
@@ -189,10 +197,14 @@ def mask_batches(
     if prefer_labels:
         values = st.one_of(st.sampled_from(sorted(prefer_labels)), values)
     n_labels = min(space.num_classes, b * k)
+    held: list[tuple[int, ...]] = [()] * b
+    if distinct_samples and pairs and not blobs:
+        held = [tuple(pairs[i]) if i < len(pairs) and draw(st.booleans()) else () for i in range(b)]
+    taken = {v for pair in held for v in pair}
     if distinct_samples:
         least = min(n_labels, b * k) if blobs else b  # blobs: every cell its own label where the palette allows
-        pool = draw(st.lists(values, min_size=least, max_size=n_labels, unique=True))
-        per_sample = [pool[i::b] for i in range(b)]
+        pool = draw(st.lists(values.filter(lambda v: v not in taken), min_size=least, max_size=n_labels, unique=True))
+        per_sample = [[*held[i], *pool[i::b]] for i in range(b)]
     else:
         least = min(space.num_classes, k) if blobs else 1
         pool = draw(st.lists(values, min_size=least, max_size=min(space.num_classes, k), unique=True))
@@ -201,7 +213,10 @@ def mask_batches(
     if blobs:
         out = [draw(regions(h, w, labels, dtype=space.mask_dtype)) for labels in per_sample]
     else:
-        out = [draw(masks(h, w, labels, extra, dtype=space.mask_dtype)) for labels in per_sample]
+        out = [
+            draw(masks(h, w, labels, extra, dtype=space.mask_dtype, required=held[i]))
+            for i, labels in enumerate(per_sample)
+        ]
     return MaskBatch(np.stack(out), space.num_classes, space.ignore_index)
 
 

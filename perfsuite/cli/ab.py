@@ -40,8 +40,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "pytest_args",
         nargs=argparse.REMAINDER,
         help="arguments for pytest in each worktree: the perf tests and their options, e.g. "
-        "tests/perf -k face_parsing --perfsuite-steps 30 (perfsuite ab's own options go before BASE)",
+        "tests/perf -k face_parsing --perfsuite-steps 30. perfsuite ab's own options may come before BASE or "
+        "after HEAD; after a `--`, everything goes to pytest",
     )
+    add_options(p)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """perfsuite ab's own options (also recognised after BASE HEAD, see :func:`split_own_options`)."""
     p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: the current directory)")
     p.add_argument(
         "--budget",
@@ -77,11 +83,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
 
 
+def split_own_options(args: argparse.Namespace) -> list[str]:
+    """Take perfsuite ab's own options out of what follows BASE HEAD (into ``args``); the rest is pytest's.
+
+    Everything after a ``--`` is pytest's, so a pytest option that happens to share a name stays pytest's.
+    Raises ABError for an own option with a bad value, naming it.
+    """
+    rest = list(args.pytest_args)
+    cut = rest.index("--") if "--" in rest else len(rest)
+    mine, theirs = rest[:cut], rest[cut + 1 :]
+    own = argparse.ArgumentParser(prog="perfsuite ab", add_help=False, allow_abbrev=False, exit_on_error=False)
+    add_options(own)
+    defaults = vars(own.parse_args([]))
+    try:
+        parsed, unknown = own.parse_known_args(mine)
+    except argparse.ArgumentError as exc:
+        raise ABError(f"{exc}; perfsuite ab's options are listed by `perfsuite ab --help`") from None
+    for name, value in vars(parsed).items():
+        if value != defaults[name]:
+            setattr(args, name, value)
+    return unknown + theirs
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    pytest_args = list(args.pytest_args)
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
+    try:
+        pytest_args = split_own_options(args)
+    except PerfsuiteError as exc:
+        print(f"perfsuite ab: error: {exc}", file=err)
+        return 2
     try:
         if args.max_rounds < 1 or args.min_rounds < 0 or not (args.budget > 0 and math.isfinite(args.budget)):
             raise ABError("--max-rounds must be >= 1, --min-rounds >= 0 and --budget a positive number of seconds")

@@ -78,12 +78,40 @@ def add_run_arguments(p: argparse.ArgumentParser, json_flag: bool = True) -> Non
         help="where datasets are generated (default: $PERFSUITE_CACHE or ~/.cache/perfsuite)",
     )
     loader = p.add_argument_group("loader knobs")
-    loader.add_argument("--workers", type=int, default=2, dest="num_workers")
-    loader.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False)
-    loader.add_argument("--persistent-workers", action=argparse.BooleanOptionalAction, default=False)
-    loader.add_argument("--prefetch", type=int, default=None, dest="prefetch_factor")
-    loader.add_argument("--drop-last", action=argparse.BooleanOptionalAction, default=True)
-    loader.add_argument("--non-blocking", action=argparse.BooleanOptionalAction, default=False)
+    loader.add_argument(
+        "--workers", type=int, default=2, dest="num_workers", help="DataLoader worker processes (0: load in this one)"
+    )
+    loader.add_argument(
+        "--pin-memory",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="pin batches in page-locked memory for faster copies (CUDA only; off on a CPU run, with a note)",
+    )
+    loader.add_argument(
+        "--persistent-workers",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="keep the workers between epochs instead of forking them again",
+    )
+    loader.add_argument(
+        "--prefetch",
+        type=int,
+        default=None,
+        dest="prefetch_factor",
+        help="batches each worker loads ahead (default: torch's, 2)",
+    )
+    loader.add_argument(
+        "--drop-last",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="drop a short last batch, so every step has the same shape",
+    )
+    loader.add_argument(
+        "--non-blocking",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="copy batches to the device with non_blocking=True (CUDA only; off on a CPU run, with a note)",
+    )
     loader.add_argument("--batch-size", type=int, default=None, help="default: the scale's batch size")
     step = p.add_argument_group("step knobs")
     step.add_argument("--amp", type=amp_value, default=None, help="none | bf16 | fp16")
@@ -94,9 +122,21 @@ def add_run_arguments(p: argparse.ArgumentParser, json_flag: bool = True) -> Non
         default=None,
         help="compile the model; optional mode (default, reduce-overhead, max-autotune, ...)",
     )
-    step.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=False)
-    step.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False)
-    step.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
+    step.add_argument(
+        "--channels-last",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="the model and its input in channels_last memory format",
+    )
+    step.add_argument(
+        "--tf32", action=argparse.BooleanOptionalAction, default=False, help="TF32 matmuls and convolutions (CUDA)"
+    )
+    step.add_argument(
+        "--cudnn-benchmark",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="let cuDNN pick the fastest convolution algorithms (CUDA)",
+    )
     step.add_argument("--fused", action=argparse.BooleanOptionalAction, default=False, help="fused AdamW")
     step.add_argument("--log-interval", type=int, default=0, help="read the loss back every N steps (0: never)")
     step.add_argument("--eval-interval", type=int, default=0, help="a short evaluation every N steps (0: never)")

@@ -12,6 +12,13 @@ from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR
 from perfsuite.report.compare import judge_paths
 
 HELP = "compare results or baseline directories: markdown for PRs"
+DESCRIPTION = (
+    "Judge HEAD against BASE: two Result/baseline JSON files, or two directories of them matched by test id "
+    "(e.g. baselines/<fingerprint>/ and results/<fingerprint>/ written by `pytest --perfsuite-save "
+    "--perfsuite-baselines results`, or files from `perfsuite run ... --json`). Prints markdown for a PR comment "
+    "(or --json); exit 1 when something regressed or changed, 2 on bad input. JSON that is no Result (the "
+    "committed exact file) is skipped with a note."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,12 +48,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from perfsuite.report import verdicts as report
 
     out, err = out or sys.stdout, err or sys.stderr
+    notes: list[str] = []
     try:
-        verdicts, heads = judge_paths(args.base, args.head, args.factor, args.alpha, args.force)
+        verdicts, heads = judge_paths(args.base, args.head, args.factor, args.alpha, args.force, notes)
         if args.png:
             report.write_png(verdicts, args.png, heads)
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite compare: error: {exc}", file=err)
         return 2
+    for note in notes:
+        print(f"perfsuite compare: note: {note}", file=err)
     print(report.to_json(verdicts) if args.json else report.format_markdown(verdicts), file=out)
     return 1 if any(v.failed for v in verdicts) else 0

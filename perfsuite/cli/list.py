@@ -8,6 +8,11 @@ import json
 from perfsuite.cli.common import add_import_argument, import_modules
 
 HELP = "the workloads and jobs (reference, entry points, --import) and their scales"
+DESCRIPTION = (
+    "List what `perfsuite run` and perf_run(...) can name: perfsuite's reference workloads with their scales "
+    "(image size, samples, batch, model), and the jobs registered by installed packages (entry points) or by "
+    "modules given with --import."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,16 +13,28 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, RunTimeout
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "compare", "ab", "doctor")
+COMMANDS = ("list", "run", "exec", "compare", "ab", "doctor", "tune", "monitor")
+
+
+def version() -> str:
+    """The installed perfsuite's version (from its package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("perfsuite")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed: pip install -e .)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="perfsuite", description="Performance regression tests for GPU training input pipelines."
     )
+    parser.add_argument("--version", action="version", version=f"perfsuite {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"perfsuite.cli.{name}")
@@ -33,13 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. Bad input and OS errors (a path that cannot be written) print one line and exit 2;
+    Ctrl-C prints one line and exits 130, as a shell reports SIGINT; nothing half-written is left."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
+        print(f"perfsuite: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     except PerfsuiteError as exc:
         print(f"perfsuite: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"perfsuite: error:{where}: {exc.strerror or exc}; check the path and its permissions", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        what = str(exc) or "interrupted (Ctrl-C); no result was written"
+        print(f"perfsuite: {what}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -7,21 +7,65 @@ table or the Result's JSON.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
 
 HELP = "run one workload or job with knobs and probes; print its metrics"
+DESCRIPTION = (
+    "Run one workload or job: warm-up, the measured window, the speed-of-light steps and the observed steps, "
+    "with every probe; print its metrics (or the Result as JSON with --json, to save for `perfsuite compare`). "
+    "On a terminal each phase shows progress (nothing is drawn inside the measured window); under CI or piped, "
+    "nothing is. Ctrl-C stops it with one line and exit status 130; no partial Result is written."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
+    ranks = p.add_argument_group("ranks (DDP under torchrun; docs/distributed.md)")
+    ranks.add_argument(
+        "--nproc-per-node",
+        type=_count(1),
+        default=1,
+        metavar="N",
+        help="run on N ranks through torch.distributed.run (gloo on CPU, NCCL on CUDA, one GPU per rank)",
+    )
+    ranks.add_argument(
+        "--scaling-rounds",
+        type=_count(0),
+        default=0,
+        metavar="R",
+        help="also measure scaling_efficiency from R interleaved one-rank and N-rank launches (3 or more)",
+    )
+    ranks.add_argument(
+        "--omp-threads",
+        type=_count(1),
+        default=None,
+        metavar="T",
+        help="OMP_NUM_THREADS per rank (default: the usable cores over the ranks, less the DataLoader workers)",
+    )
+    ranks.add_argument("--share-gpu", action="store_true", help="allow ranks to share one GPU (refused otherwise)")
+
+
+def _count(minimum: int) -> Any:
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; write e.g. 2") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}; write {minimum} or more")
+        return value
+
+    convert.__name__ = "int"
+    return convert
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from perfsuite.core.options import run_lengths
+    from perfsuite.core.options import period_steps, run_lengths
     from perfsuite.harness.runner import RunSpec
     from perfsuite.harness.runner import run as run_job
     from perfsuite.jobs.registry import is_job_target
@@ -45,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             observe_steps=observe_steps,
             seed=args.seed,
             job_knobs=asked,
+            period_steps=period_steps(args.period_steps, args.observe_steps),
         )
     else:
         spec = RunSpec(
@@ -56,10 +101,39 @@ def run(args: argparse.Namespace) -> int:
             observe_steps=observe_steps,
             seed=args.seed,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+            period_steps=period_steps(args.period_steps, args.observe_steps),
         )
-    result = run_job(spec)
+    if args.nproc_per_node > 1 or args.scaling_rounds:
+        from perfsuite.harness.distributed import scaling
+
+        result = scaling(
+            spec,
+            args.nproc_per_node,
+            args.scaling_rounds,
+            share_gpus=args.share_gpu,
+            omp_threads=args.omp_threads,
+            imports=args.imports,
+            log=lambda line: print(f"perfsuite run: {line}", file=sys.stderr, flush=True),
+        )
+    else:
+        import dataclasses
+
+        from perfsuite.cli.progress import phase_progress
+
+        with phase_progress(args.workload) as show:
+            result = run_job(dataclasses.replace(spec, progress=show))
     print(result.to_json() if args.json else format_run(result))
     return 0
+
+
+def format_figure(name: str, value: Any) -> str:
+    """A count as an integer (``1438009776``, not ``1438009776.000``), other numbers to three decimals."""
+    from perfsuite.core import metrics
+
+    spec = metrics.find(name)
+    if isinstance(value, float) and spec is not None and spec.kind == "exact" and value.is_integer():
+        return str(int(value))
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def format_run(result: Any) -> str:
@@ -72,18 +146,31 @@ def format_run(result: Any) -> str:
         f"  {'step ms median':<16}{step.value:>12.2f}",
         f"  {'step ms p90':<16}{step.detail.get('p90', float('nan')):>12.2f}",
     ]
+    shown_with_ranks = (
+        "straggler_wait_frac",
+        "input_skew_frac",
+        "scaling_efficiency",
+        "dataset_passes_per_epoch",
+        "cpu_oversubscription",
+    )
     for name, metric in result.metrics.items():
-        if name in ("samples_per_s", "step_ms"):
+        if name in ("samples_per_s", "step_ms") or (result.ranks and name in shown_with_ranks):
             continue
-        shown = f"{metric.value:.3f}" if isinstance(metric.value, float) else str(metric.value)
+        shown = format_figure(name, metric.value)
         text = shown if metric.available else f"unavailable ({metric.reason})"
-        lines.append(f"  {name:<16}{text:>12}" if metric.available else f"  {name:<16}{text}")
+        width = max(16, len(name) + 1)
+        lines.append(f"  {name:<{width}}{text:>12}" if metric.available else f"  {name:<{width}}{text}")
     syncs = result.metric("syncs_per_step")
     lines += [
         f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        + (f" ({site['seen']})" if site.get("seen") else "")
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
     lines += [f"  note: {note}" for note in result.notes]
+    if result.ranks:
+        from perfsuite.report.ranks import format_ranks
+
+        lines.append(format_ranks(result))
     knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items())
     lines.append(f"  knobs: {knobs}")
     by_source: dict[str, list[str]] = {}

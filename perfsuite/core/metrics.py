@@ -324,10 +324,86 @@ _builtin(
         tolerance=0.25,
     ),
     # GPU telemetry (NVML): noisy summaries.
-    MetricSpec("gpu_util", "fraction", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.05, abs_tol=True),
+    MetricSpec(
+        "gpu_util",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU underfed",
+        "nvml",
+        "kernel-active time: the share of time some kernel ran (NVML utilization.gpu); one small kernel at a time "
+        "reads 1.0, so gpu_sm_util says how many SMs worked",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
     MetricSpec("gpu_power_w", "W", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
     MetricSpec("gpu_mem_mb", "MB", "noisy", "lower", "memory", "nvml", tolerance=0.10),
     MetricSpec("sm_clock_mhz", "MHz", "noisy", "higher", "GPU underfed", "nvml", tolerance=0.10),
+    # GPU Performance Monitoring (NVML GPM, Hopper and newer; perfsuite.probes.gpm): what the hardware did.
+    MetricSpec(
+        "gpu_sm_util",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU underfed",
+        "nvml",
+        "share of SMs busy (GPM); unavailable before Hopper",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "gpu_sm_occupancy",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU underfed",
+        "nvml",
+        "resident warps over the SMs' maximum (GPM)",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "gpu_tensor_active",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU underfed",
+        "nvml",
+        "share of time any tensor pipe ran (GPM): near 0 with AMP on says the matmuls miss the tensor cores",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "gpu_dram_bw_util",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU underfed",
+        "nvml",
+        "DRAM bandwidth used over its peak (GPM)",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "gpu_pcie_rx_mib_s",
+        "MiB/s",
+        "noisy",
+        "lower",
+        "more bytes copied",
+        "nvml",
+        "host-to-GPU PCIe traffic (GPM)",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "gpu_pcie_tx_mib_s",
+        "MiB/s",
+        "noisy",
+        "lower",
+        "more bytes copied",
+        "nvml",
+        "GPU-to-host PCIe traffic (GPM)",
+        tolerance=0.10,
+    ),
     # The step: exact counts made in the observed steps.
     MetricSpec(
         "syncs_per_step",
@@ -336,7 +412,7 @@ _builtin(
         "lower",
         "host syncs",
         "syncs",
-        "host-device synchronisations and tensor reads the step's own code forces, with call sites",
+        "host-device synchronisations and tensor reads the step forces, with call sites and periods (every N steps)",
     ),
     MetricSpec(
         "graph_breaks",
@@ -385,7 +461,8 @@ _builtin(
         "lower",
         "more bytes copied",
         "cost",
-        "bytes the step copies host->device, by dtype (on a CPU run: the .to(device) copies a GPU run makes)",
+        "bytes the step copies host->device, by dtype: .to(device), copy_ into a device tensor, "
+        "torch.tensor(data, device=...) (on a CPU run: the copies a GPU run makes)",
     ),
     MetricSpec(
         "flops_per_step",
@@ -394,7 +471,7 @@ _builtin(
         "lower",
         "more work per step",
         "cost",
-        "floating-point operations per step (torch.utils.flop_counter)",
+        "floating-point operations per step (torch's flop formulas, without global module hooks)",
     ),
     MetricSpec(
         "input_format",
@@ -408,6 +485,90 @@ _builtin(
     MetricSpec("peak_mem_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.10),
     MetricSpec("peak_rss_mb", "MB", "noisy", "lower", "memory", "memory", tolerance=0.25),
     MetricSpec("label_violations", "violations", "exact", "lower", "misaligned targets", "labels"),
+)
+
+
+_builtin(
+    # Runs on several ranks (perfsuite.harness.distributed): the job as a whole, from every rank's figures.
+    MetricSpec(
+        "straggler_wait_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "straggler rank",
+        "ranks",
+        "share of each step the first rank waits for the last at the step's collectives (forward buffer "
+        "broadcast, first gradient bucket), from each rank's busy time since the previous one; detail: the "
+        "straggler rank and the phase that makes it late",
+        samples="straggler_wait",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "input_skew_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "input straggler",
+        "ranks",
+        "per step, the largest rank's share of step time in next(loader) minus the median rank's; detail: the "
+        "rank whose loader lags",
+        samples="input_skew",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "scaling_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "scaling",
+        "ranks",
+        "samples/s on N ranks over N x samples/s on one rank, at the same per-rank batch, from interleaved "
+        "runs; detail: its confidence interval",
+        tolerance=0.10,
+        abs_tol=True,
+    ),
+    MetricSpec(
+        "dataset_passes_per_epoch",
+        "passes",
+        "fraction",
+        "lower",
+        "DDP sharding",
+        "ranks",
+        "samples all ranks draw in one epoch over the dataset's length: 1 with a DistributedSampler, N when "
+        "every rank reads the whole dataset",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "repeated_epoch_orders",
+        "epochs",
+        "exact",
+        "lower",
+        "DDP shuffling",
+        "ranks",
+        "epochs whose sampled index order repeats an earlier epoch's on the same rank (set_epoch not called)",
+    ),
+    MetricSpec(
+        "cpu_oversubscription",
+        "threads/core",
+        "fraction",
+        "lower",
+        "CPU oversubscribed",
+        "ranks",
+        "ranks x (intra-op threads + DataLoader workers) over the usable cores; above 1 they take turns",
+        tolerance=1e-9,
+    ),
+    MetricSpec(
+        "ddp_unused_search",
+        "",
+        "flag",
+        "lower",
+        "DDP unused-parameter search",
+        "ranks",
+        "find_unused_parameters=True while every parameter got its gradient in the observed steps: DDP walks "
+        "the autograd graph after each forward for nothing",
+    ),
 )
 
 

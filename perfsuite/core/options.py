@@ -10,7 +10,7 @@ library only): it runs on ``pytest --help``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +126,17 @@ OPTIONS: tuple[Option, ...] = (
         cli="--observe-steps",
     ),
     Option(
+        "period_steps",
+        int,
+        None,
+        "steps watched for work done every N steps (a read-back every 10 steps) before the observed ones "
+        "(default: 20 for a user's job or script, none for a reference workload without log/eval intervals; "
+        "0 when observe steps are given alone)",
+        metavar="N",
+        minimum=0,
+        cli="--period-steps",
+    ),
+    Option(
         "save",
         bool,
         False,
@@ -136,18 +147,40 @@ OPTIONS: tuple[Option, ...] = (
         "compare",
         bool,
         False,
-        "check exact metrics against the committed baselines/exact/ file and timings against this "
-        "machine's stored baseline; a regression fails the test, a missing timing baseline is reported as new",
+        "check exact metrics against the committed exact file (--perfsuite-exact-dir) and timings against this "
+        "machine's stored baseline; a regression fails the test, a test with no committed exact values fails, a "
+        "missing timing baseline is reported as new",
         pyproject=False,
     ),
     Option(
         "update_exact",
         bool,
         False,
-        "rewrite the committed exact values (baselines/exact/<device>__torch-<minor>.json) from this run",
+        "rewrite the committed exact values (EXACT_DIR/DEVICE__torch-MINOR.json) from this run, dropping the "
+        "entries of tests that no longer exist; never from an interrupted session",
         pyproject=False,
     ),
-    Option("baselines", str, "baselines", "baseline directory, relative to the rootdir", metavar="DIR"),
+    Option(
+        "exact_dir",
+        str,
+        "baselines/exact",
+        "directory of the committed exact files, relative to the rootdir (in pyproject) or to where pytest "
+        "was started (on the command line); --perfsuite-baselines never moves it",
+        metavar="DIR",
+    ),
+    Option(
+        "allow_missing_exact",
+        bool,
+        False,
+        "under --perfsuite-compare, report a test with no committed exact values as new instead of failing it",
+    ),
+    Option(
+        "baselines",
+        str,
+        "baselines",
+        "directory of this machine's timing baselines (<dir>/<fingerprint>/), relative to the rootdir",
+        metavar="DIR",
+    ),
     Option(
         "baseline_runs",
         int,
@@ -169,6 +202,16 @@ OPTIONS: tuple[Option, ...] = (
         (),
         "inject a known fault (perfsuite.harness.faults) into every run's knobs or step code; repeatable",
         metavar="FAULT",
+    ),
+    Option(
+        "knob",
+        list,
+        (),
+        "set a loader knob in every perf_run of the session, over the test's own: NAME=VALUE with NAME one of "
+        "num_workers, prefetch_factor, pin_memory, persistent_workers, batch_size, drop_last (perfsuite tune runs "
+        "a perf test this way); repeatable",
+        metavar="NAME=VALUE",
+        pyproject=False,
     ),
     Option(
         "worker_gpus",
@@ -240,11 +283,11 @@ def add_pytest_options(add: Callable[..., Any]) -> None:
         add(o.flag, **kwargs)
 
 
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """``perfsuite run``'s flags for the options that have one; defaults None, resolved by :func:`run_lengths`
-    and :func:`resolve_device` as the plugin resolves them."""
+def add_cli_arguments(parser: argparse.ArgumentParser, names: Sequence[str] | None = None) -> None:
+    """``perfsuite run``'s flags for the options that have one (or those of ``names``); defaults None, resolved by
+    :func:`run_lengths` and :func:`resolve_device` as the plugin resolves them."""
     for o in OPTIONS:
-        if o.cli is None:
+        if o.cli is None or (names is not None and o.name not in names):
             continue
         parser.add_argument(
             o.cli,
@@ -310,3 +353,48 @@ def resolve_device(wanted: str | None, cuda_available: bool | None = None) -> st
     if not cuda_available:
         raise DeviceError(f"device {wanted!r} asked for, but torch sees no CUDA device; use cpu or auto")
     return wanted
+
+
+def period_steps(period: int | None, observe_steps: int | None) -> int | None:
+    """The period scan asked for: ``period`` when given; 0 when only ``observe_steps`` was (the user fixed how
+    many steps to watch); else None, decided per job (perfsuite.harness.observation)."""
+    if period is not None:
+        return period
+    return 0 if observe_steps is not None else None
+
+
+# --------------------------------------------------------------------------- the options table for the docs
+
+TABLE_START, TABLE_END = "<!-- options-table:start -->", "<!-- options-table:end -->"
+
+
+def render_table() -> str:
+    """docs/options.md's table, generated from :data:`OPTIONS` (tests/unit/test_options.py checks the page)."""
+    lines = [
+        "| pytest option | `[tool.perfsuite]` key | `perfsuite run` flag | default | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for o in OPTIONS:
+        flag = f"`{o.flag} {o.metavar}`" if o.pytest and o.metavar else (f"`{o.flag}`" if o.pytest else "-")
+        if o.pytest and o.choices:
+            flag = f"`{o.flag} {{{','.join(o.choices)}}}`"
+        key = f"`{o.name}`" if o.pyproject else "- (command line only)"
+        default = _default_text(o)
+        text = o.help.replace("|", "\\|")
+        lines.append(f"| {flag} | {key} | {f'`{o.cli}`' if o.cli else '-'} | {default} | {text} |")
+    return "\n".join(lines) + "\n"
+
+
+def _default_text(o: Option) -> str:
+    if o.kind is bool:
+        return "off" if not o.default else "on"
+    if o.default in (None, (), {}):
+        return "per scale" if o.name in ("steps", "warmup", "observe_steps") else "-"
+    return f"`{o.default:g}`" if isinstance(o.default, float) else f"`{o.default}`"
+
+
+def splice_table(page: str) -> str:
+    """``page`` with the text between the table markers replaced by :func:`render_table`."""
+    head, _, rest = page.partition(TABLE_START)
+    _, _, tail = rest.partition(TABLE_END)
+    return f"{head}{TABLE_START}\n{render_table()}{TABLE_END}{tail}"

@@ -181,6 +181,58 @@ def _nvidia_driver() -> str | None:
 
 
 @dataclass(frozen=True)
+class RankResult:
+    """One rank's own figures in a run on several ranks (perfsuite.harness.distributed).
+
+    ``metrics`` are what that rank measured (its step_ms with p50 and p95, its
+    data_wait_frac, syncs_per_step and every exact counter); ``samples`` its raw
+    per-step series (step_ms, fetch_ms, data_wait, and the phases of each step
+    the straggler analysis reads). ``pid`` and ``threads``/``workers`` say which
+    process it was and what it ran with.
+    """
+
+    rank: int
+    metrics: dict[str, Metric]
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    pid: int = 0
+    threads: int = 0
+    workers: int = 0
+
+    def metric(self, name: str) -> Metric:
+        if name in self.metrics:
+            return self.metrics[name]
+        return Metric.unavailable(name, f"rank {self.rank} did not measure {name}")
+
+    def value(self, name: str) -> Any:
+        return self.metric(name).value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "pid": self.pid,
+            "threads": self.threads,
+            "workers": self.workers,
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "samples": {k: list(v) for k, v in self.samples.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> RankResult:
+        _need(isinstance(data, dict), where, data, "an object with rank, metrics and samples")
+        _no_unknown(data, ("rank", "pid", "threads", "workers", "metrics", "samples"), where)
+        metrics = data.get("metrics", {})
+        _need(isinstance(metrics, dict), f"{where}.metrics", metrics, "an object of metric name -> {value, ...}")
+        return cls(
+            rank=_count(data.get("rank", _MISSING), f"{where}.rank", 0),
+            metrics={n: Metric.from_dict(n, m, f"{where}.metrics.{n}") for n, m in metrics.items()},
+            samples=_series(data.get("samples", {}), f"{where}.samples"),
+            pid=_count(data.get("pid", 0), f"{where}.pid", 0),
+            threads=_count(data.get("threads", 0), f"{where}.threads", 0),
+            workers=_count(data.get("workers", 0), f"{where}.workers", 0),
+        )
+
+
+@dataclass(frozen=True)
 class Result:
     """Everything one run produced. Plain data; see the module docstring."""
 
@@ -200,6 +252,9 @@ class Result:
     knob_sources: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
+    # A run on several ranks (perfsuite.harness.distributed): each rank's own figures, rank 0 first. The metrics
+    # above are then the job's as a whole (see perfsuite.harness.rank_merge). Empty for a one-process run.
+    ranks: tuple[RankResult, ...] = ()
 
     def metric(self, name: str) -> Metric:
         """The metric by name; a metric no probe reported is unavailable, with that reason."""
@@ -226,6 +281,7 @@ class Result:
             "timeline": {k: list(v) for k, v in self.timeline.items()},
             "notes": list(self.notes),
             "fingerprint": asdict(self.fingerprint),
+            **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -286,6 +342,7 @@ class Result:
             knob_sources=_knob_sources(data.get("knob_sources", {})),
             created=_text(data["created"], "created"),
             schema_version=version,
+            ranks=_ranks(data.get("ranks", [])),
         )
 
     @classmethod
@@ -312,6 +369,7 @@ _RESULT_FIELDS = (
     "notes",
     "fingerprint",
     "knob_sources",
+    "ranks",
 )
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()
@@ -427,6 +485,19 @@ def _fingerprint(value: Any) -> Fingerprint:
         else:
             _need(isinstance(got, str), f"fingerprint.{name}", got, "a string")
     return Fingerprint(**value)
+
+
+def _ranks(value: Any) -> tuple[RankResult, ...]:
+    """Each rank's figures, rank 0 first, every rank once."""
+    _need(isinstance(value, list), "ranks", value, "a list of per-rank objects")
+    ranks = tuple(RankResult.from_dict(r, f"ranks[{i}]") for i, r in enumerate(value))
+    _need(
+        [r.rank for r in ranks] == list(range(len(ranks))),
+        "ranks",
+        [r.rank for r in ranks],
+        "ranks 0, 1, ... in order, each once",
+    )
+    return ranks
 
 
 def _knob_sources(value: Any) -> dict[str, str]:

@@ -49,6 +49,7 @@ class Reference:
     warmup: int
     observe_steps: int
     why: str
+    nproc: int = 1  # ranks (perfsuite.harness.distributed); 1: one process
 
     def knobs(self, device: str = "cpu") -> Knobs:
         return Knobs.from_flat(**{**self.flat, "device": device})
@@ -133,8 +134,31 @@ REFERENCES: dict[str, Reference] = {
             why="every GPU knob of the seeds' fixes on: pinned memory, non-blocking copies, TF32, cudnn.benchmark, "
             "fused AdamW",
         ),
+        Reference(
+            "ddp",
+            "face_parsing",
+            {"aug": "none", "num_workers": 0},
+            steps=12,
+            warmup=1,
+            observe_steps=1,
+            nproc=2,
+            why="seeds 003/004's `torch.distributed.launch --nproc_per_node=2` on seed 000's workload: 2 gloo "
+            "ranks, a DistributedSampler with set_epoch, DDP; no workers, so 2 ranks x 1 thread fit 2 cores; "
+            "3 batches per rank per epoch, so 4 epochs turn over",
+        ),
+        Reference(
+            "ddp_loader",
+            "face_parsing",
+            {"aug": "none", "num_workers": 1, "persistent_workers": True, "prefetch_factor": 2},
+            steps=6,
+            warmup=1,
+            observe_steps=0,
+            nproc=2,
+            why="the ddp reference with one persistent DataLoader worker per rank (seed 002's loader on 2 ranks)",
+        ),
     )
 }
+DDP_RANKS = 2  # the ranks of the ddp references: what seed 002's rule multiplies the workers by
 
 
 @dataclass(frozen=True)
@@ -234,6 +258,18 @@ def seed_label_augment(pipeline: Pipeline) -> None:
     pipeline.gpu_augment = SeedConcat(num_classes=int(pipeline.workload.num_classes or 19)).to(pipeline.device)
 
 
+def seed_flip_without_swap(pipeline: Pipeline) -> None:
+    """gpu_augment flips without swapping left/right classes (seed 000's np.fliplr on image and mask)"""
+    import dataclasses
+
+    from perfsuite.augment.gpu import GpuAugment
+
+    augment = pipeline.gpu_augment
+    assert isinstance(augment, GpuAugment), "the labels reference augments on the GPU"
+    recipe = dataclasses.replace(augment.recipe, flip=dataclasses.replace(augment.recipe.flip, pairs=()))
+    pipeline.gpu_augment = GpuAugment(recipe, augment.target_kind, fill=augment.fill).to(pipeline.device)
+
+
 def seed_images_only_cutmix(pipeline: Pipeline) -> None:
     """batch_mix = seed 000's images-only RandomCutMixV2 (p=1)"""
     from perfsuite.augment.seed_variants import ImagesOnlyCutMix
@@ -310,6 +346,127 @@ def print_loss(pipeline: Pipeline) -> None:
         return loss
 
     pipeline.step = step  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- DDP faults (runs on several ranks)
+
+
+def _rank() -> int:
+    """This process's rank; a DDP fault injected into a one-process run says what to write instead."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        raise PerfsuiteError(
+            "this fault plants a DDP bug and needs a run on several ranks: perf_run(..., nproc_per_node=2) or "
+            "perfsuite run ... --nproc-per-node 2"
+        )
+    return dist.get_rank()
+
+
+def drop_distributed_sampler(pipeline: Pipeline) -> None:
+    """DataLoader(shuffle=True) on every rank, no DistributedSampler"""
+    from perfsuite.harness.pipeline import build_loader
+
+    _rank()
+    loader = pipeline.loader
+    pipeline.loader = build_loader(
+        loader.dataset, pipeline.knobs, pipeline.batch_size, 0, shuffle=True, timeout_s=loader.timeout or None
+    )
+
+
+def skip_set_epoch(pipeline: Pipeline) -> None:
+    """sampler.set_epoch(epoch) never called"""
+    _rank()
+    pipeline.epoch_start = lambda epoch: None  # type: ignore[method-assign]
+
+
+def seed_workers_per_gpu(knobs: Knobs) -> Knobs:
+    """num_workers = min(num_workers * gpus, 32) on every rank"""
+    workers = knobs.loader.num_workers
+    return knobs.replace(num_workers=min(workers * DDP_RANKS, 32))  # seed 002's trainer.py, gpus = DDP_RANKS
+
+
+def rank0_loss_log(pipeline: Pipeline) -> None:
+    """log loss.item() on rank 0 only, every step"""
+    import logging
+
+    log = logging.getLogger("perfsuite.faults.rank0")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    rank, original = _rank(), pipeline.step
+
+    def step(batch: Any, index: int) -> Any:
+        loss = original(batch, index)
+        if rank == 0:
+            log.info("step %d loss %.4f", index, loss.item())  # only rank 0 reads the loss back
+        return loss
+
+    pipeline.step = step  # type: ignore[method-assign]
+
+
+def find_unused_parameters(pipeline: Pipeline) -> None:
+    """DDP(model, find_unused_parameters=True) where every parameter is used"""
+    _rank()
+    pipeline.ddp_options["find_unused_parameters"] = True
+
+
+STRAGGLER_SLEEP_S = 0.15  # a planted straggler's sleep per step: about one step of the smoke workload here
+
+
+class SlowCollate:
+    """collate_fn = default_collate, then a sleep on one rank: that rank's loader is slow"""
+
+    def __init__(self, rank: int, seconds: float) -> None:
+        self.slow = _rank() == rank
+        self.seconds = seconds
+
+    def __call__(self, samples: Any) -> Any:
+        import time
+
+        from torch.utils.data import default_collate
+
+        if self.slow:
+            time.sleep(self.seconds)
+        return default_collate(samples)
+
+
+def slow_loader_rank1(pipeline: Pipeline) -> None:
+    """rank 1's collate_fn sleeps 150 ms per batch"""
+    pipeline.loader.collate_fn = SlowCollate(1, STRAGGLER_SLEEP_S)
+
+
+def slow_backward_rank0(pipeline: Pipeline) -> None:
+    """rank 0 sleeps 150 ms at the start of its backward (a hook on the output's gradient)"""
+    import time
+
+    if _rank() != 0:
+        return
+
+    def sleep(grad: Any) -> Any:
+        time.sleep(STRAGGLER_SLEEP_S)
+        return grad
+
+    def on_output(module: Any, args: Any, output: Any) -> None:
+        if output.requires_grad:
+            output.register_hook(sleep)
+
+    pipeline.model.register_forward_hook(on_output)
+
+
+def slow_optimizer_rank1(pipeline: Pipeline) -> None:
+    """rank 1's optimizer.step() sleeps 150 ms"""
+    import time
+
+    if _rank() != 1:
+        return
+    optimizer = pipeline.optimizer
+    original = optimizer.step
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(STRAGGLER_SLEEP_S)
+        return original(*args, **kwargs)
+
+    optimizer.step = step  # type: ignore[method-assign]
 
 
 _PREFETCH_GPU = (
@@ -526,6 +683,19 @@ FAULTS: dict[str, Fault] = {
             cause="seed 000's GPUAugmentation resamples the mask as an image channel and clamps it to 0..18",
         ),
         Fault(
+            "flip_without_swap",
+            "000 _apply_augmentation (np.fliplr)",
+            "a horizontal flip of image and mask that keeps the left/right classes: the mirrored left eye, brow "
+            "and ear are trained as the left ones",
+            "labels",
+            mutation=seed_flip_without_swap,
+            requires={"aug": "gpu"},
+            signal="label_violations",
+            rule="exact",
+            device="cpu",
+            cause="the flip mirrors faces without swapping their left and right classes",
+        ),
+        Fault(
             "images_only_cutmix",
             "000 GPUAugmentationAdvanced",
             "RandomCutMixV2 on images only: boxes pasted into images, masks left behind",
@@ -593,6 +763,101 @@ FAULTS: dict[str, Fault] = {
             rule="exact",
             device="cpu",
             cause="the loss is printed every step, which reads it back to the host",
+        ),
+        Fault(
+            "no_distributed_sampler",
+            "003/004 DDP (torch.distributed.launch --nproc_per_node=2)",
+            "a DataLoader without DistributedSampler under DDP: every rank reads the whole dataset, so each epoch "
+            "reads it N times and the ranks train on the same batches",
+            "ddp",
+            mutation=drop_distributed_sampler,
+            signal="dataset_passes_per_epoch",
+            rule="exact",
+            device="cpu",
+            cause="no DistributedSampler: every rank reads the whole dataset, 2 x the samples per epoch",
+        ),
+        Fault(
+            "set_epoch_missing",
+            "003/004 DDP",
+            "DistributedSampler without sampler.set_epoch(epoch): the same shuffled order every epoch",
+            "ddp",
+            mutation=skip_set_epoch,
+            signal="repeated_epoch_orders",
+            rule="exact",
+            device="cpu",
+            cause="sampler.set_epoch(epoch) is not called: every epoch draws the order of the first",
+        ),
+        Fault(
+            "workers_times_ranks",
+            "002 #5 (多GPU优化)",
+            "num_workers = min(num_workers * gpus, 32) in every rank: workers x ranks above the cores (on seed "
+            "002's 16-core host with 4 GPUs: 32 workers), so loading, compute and ranks take turns on the cores",
+            "ddp_loader",
+            transform=seed_workers_per_gpu,
+            requires={"num_workers": (1, 2, 3, 4, 6, 8, 12, 16)},
+            signal="cpu_oversubscription",
+            rule="exact",
+            device="cpu",
+            cause="seed 002's min(num_workers * gpus, 32) starts num_workers x ranks workers in every rank: "
+            "ranks x workers above the cores",
+        ),
+        Fault(
+            "rank0_loss_read",
+            "003 #5 (DDP)",
+            "loss.item() for logging on rank 0 only: rank 0 stalls at each read while the other ranks wait for it "
+            "at the next all-reduce",
+            "ddp",
+            mutation=rank0_loss_log,
+            signal="syncs_per_step",
+            rule="exact",
+            device="cpu",
+            cause="the loss is read back on rank 0 only (logging), so the other ranks wait for rank 0",
+        ),
+        Fault(
+            "find_unused_parameters",
+            "003/004 DDP",
+            "DDP(find_unused_parameters=True) on a model that uses every parameter: a walk of the autograd graph "
+            "after every forward, for nothing",
+            "ddp",
+            mutation=find_unused_parameters,
+            signal="ddp_unused_search",
+            rule="exact",
+            device="cpu",
+            cause="find_unused_parameters=True while every parameter gets a gradient",
+        ),
+        Fault(
+            "straggler_loader",
+            "003/004 DDP (straggler)",
+            "one rank's loader is slow (a planted 150 ms sleep per batch on rank 1): every step waits for it",
+            "ddp",
+            mutation=slow_loader_rank1,
+            signal="input_skew_frac",
+            rule="statistical",
+            device="cpu",
+            cause="rank 1's loader sleeps 150 ms per batch",
+        ),
+        Fault(
+            "straggler_backward",
+            "003/004 DDP (straggler)",
+            "one rank's backward is slow (a planted 150 ms sleep on rank 0): the others wait at the gradient "
+            "all-reduce",
+            "ddp",
+            mutation=slow_backward_rank0,
+            signal="straggler_wait_frac",
+            rule="statistical",
+            device="cpu",
+            cause="rank 0 sleeps 150 ms in its backward",
+        ),
+        Fault(
+            "straggler_optimizer",
+            "003/004 DDP (straggler)",
+            "one rank's optimizer step is slow (a planted 150 ms sleep on rank 1): it starts every step late",
+            "ddp",
+            mutation=slow_optimizer_rank1,
+            signal="straggler_wait_frac",
+            rule="statistical",
+            device="cpu",
+            cause="rank 1 sleeps 150 ms in its optimizer step",
         ),
         Fault(
             "images_only_mixup",

@@ -20,7 +20,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from perfsuite.core.knobs import Knobs
-from perfsuite.errors import AugmentationError, JobError, KnobError
+from perfsuite.errors import AugmentationError, JobError, KnobError, PerfsuiteError
+from perfsuite.harness import workers
 from perfsuite.harness.watchdog import DEFAULT_LOADER_TIMEOUT_S, make_worker_init
 from perfsuite.jobs.workload import Scale, Workload
 from perfsuite.jobs.workloads.data import ImageFileDataset, materialize
@@ -48,10 +49,12 @@ def build_loader(
     seed: int,
     shuffle: bool = True,
     timeout_s: float | None = DEFAULT_LOADER_TIMEOUT_S,
+    sampler: Any = None,
 ) -> DataLoader[Any]:
     """The DataLoader the knobs describe.
 
-    With workers, ``timeout_s`` becomes ``DataLoader(timeout=...)`` (None or 0:
+    ``sampler`` (a DistributedSampler on several ranks) replaces the shuffle:
+    it decides the order and the shard. With workers, ``timeout_s`` becomes ``DataLoader(timeout=...)`` (None or 0:
     none), so a worker that hangs fails the run instead of the session, and
     each worker dumps its Python stacks on SIGUSR1 for perfsuite.harness.watchdog.
     """
@@ -67,7 +70,8 @@ def build_loader(
     return DataLoader(
         dataset,
         batch_size=batch_size,
-        shuffle=shuffle,
+        shuffle=shuffle if sampler is None else False,
+        sampler=sampler,
         num_workers=lk.num_workers,
         pin_memory=lk.pin_memory,
         drop_last=lk.drop_last,
@@ -82,28 +86,44 @@ class BatchStream:
 
     Without persistent_workers that is where workers are torn down and forked
     again (seed 000's fifth bottleneck), so epochs must fall inside runs.
+    ``on_epoch(epoch)`` runs before each epoch's iterator is made, as a training
+    loop's ``sampler.set_epoch(epoch)`` does (the job's ``epoch_start``).
     """
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, on_epoch: Callable[[int], Any] | None = None) -> None:
         self.loader = loader
         self.epochs = 0
+        self.on_epoch = on_epoch
         self._it: Iterator[Any] | None = None
 
     def __next__(self) -> Any:
-        if self._it is not None:
+        try:
+            if self._it is not None:
+                try:
+                    return next(self._it)
+                except StopIteration:
+                    pass
+            if self.on_epoch is not None:
+                self.on_epoch(self.epochs)
+            self._it = iter(self.loader)
+            self.epochs += 1
             try:
                 return next(self._it)
             except StopIteration:
-                pass
-        self._it = iter(self.loader)
-        self.epochs += 1
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise JobError(f"the loader yielded no batch in a new epoch: {_why_empty(self.loader)}") from None
+                raise JobError(f"the loader yielded no batch in a new epoch: {_why_empty(self.loader)}") from None
+        except PerfsuiteError as exc:  # torch's "Caught DatasetError in DataLoader worker process 0": ours first
+            clear = workers.unwrapped(exc)
+            if clear is None:
+                raise
+            raise clear from None
 
     def close(self) -> None:
-        self._it = None  # lets non-persistent workers shut down
+        """Stop the workers now, not at garbage collection: a failed test's traceback keeps the iterator
+        alive, and its workers would outlive the test."""
+        it, self._it = self._it, None
+        if it is not None:
+            workers.shutdown_iterator(it)
+        workers.shutdown_loader(self.loader)
 
 
 def _why_empty(loader: Any) -> str:
@@ -147,6 +167,14 @@ class Pipeline:
     batch_mix: Callable[..., Any] | None
     batch_size: int
     loss_log: list[float] = field(default_factory=list)
+    # On several ranks (perfsuite.harness.ddp): keyword arguments of the DistributedDataParallel wrapper.
+    ddp_options: dict[str, Any] = field(default_factory=dict)
+
+    def epoch_start(self, epoch: int) -> None:
+        """What a training loop does before each epoch: ``set_epoch`` on a sampler that has it (DistributedSampler)."""
+        set_epoch = getattr(getattr(self.loader, "sampler", None), "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         amp = self.knobs.step.amp
@@ -227,6 +255,7 @@ class Pipeline:
             target_kind=wl.target_kind,
             aug=self.knobs.aug.placement,
             gpu_transform=self.gpu_augment,
+            epoch_start=lambda epoch: pipeline.epoch_start(epoch),  # looked up per call: a fault may replace it
             pipeline=self,
             knobs=self.knobs,
         )
@@ -235,13 +264,17 @@ class Pipeline:
         """A short validation pass (seed 002 ran one every epoch): fresh iterator, metrics read back."""
         self.model.eval()
         total = 0.0
-        with torch.no_grad():
-            for batch in itertools.islice(self.eval_loader, EVAL_BATCHES):
-                images, target = batch
-                images = images.to(self.device).float().div_(255)
-                x, y = self.workload.prepare(images, target.to(self.device), self.scale)
-                with self.autocast():
-                    total += self.workload.loss(self.model(x), y).item()
+        batches = iter(self.eval_loader)
+        try:
+            with torch.no_grad():
+                for batch in itertools.islice(batches, EVAL_BATCHES):
+                    images, target = batch
+                    images = images.to(self.device).float().div_(255)
+                    x, y = self.workload.prepare(images, target.to(self.device), self.scale)
+                    with self.autocast():
+                        total += self.workload.loss(self.model(x), y).item()
+        finally:
+            workers.shutdown_iterator(batches)  # now, as a training script's exhausted epoch would, not at GC
         self.model.train()
         return total
 

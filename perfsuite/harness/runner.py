@@ -1,5 +1,8 @@
 """Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
+A user's training script (:class:`perfsuite.Script`) goes through the same phases, driven by its
+own loop (:mod:`perfsuite.harness.script`); both Results are made by :func:`assemble_result`.
+
 The runner is the only place that synchronises the device, and it does so
 only at the edges of the measured window; per-step times on a GPU come from
 CUDA events recorded on the stream, so the harness never adds a sync the
@@ -17,8 +20,15 @@ from typing import Any
 
 from perfsuite.core.knobs import Knobs, resolve_for_device
 from perfsuite.core.results import Fingerprint, Metric, Result
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, RunInterrupted
+from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.clock import StepClock as _StepClock
+from perfsuite.harness.clock import clone_batch as _clone
+from perfsuite.harness.clock import mode_depth as _mode_depth
+from perfsuite.harness.clock import on_device as _on_device
+from perfsuite.harness.clock import synchronize as _synchronize
+from perfsuite.harness.observation import ObservationPlan, period_steps_for
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
@@ -39,6 +49,12 @@ class RunSpec:
     ``mutate`` changes what was built before it runs, in place: the reference
     workload's Pipeline (how perfsuite.harness.faults injects code-level bugs), or the
     user's Job. perf_run(..., mutate=fn) passes it through.
+
+    ``period_steps``: steps watched for work done every N steps before the
+    observed ones (:mod:`perfsuite.harness.observation`); None: 20 for a user's
+    job or script, two periods of a reference workload's log/eval interval.
+    ``workload`` may also be a :class:`perfsuite.Script` (a user's training
+    script, run unchanged: :mod:`perfsuite.harness.script`).
     """
 
     workload: Any
@@ -54,12 +70,18 @@ class RunSpec:
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
     target_samples_per_s: float | None = None  # declared demand for loader_headroom (else the speed of light)
+    period_steps: int | None = None  # the period scan's length (perfsuite.harness.observation); None: decided per job
+    # progress(phase, done, total): called at each phase's start and end and per step outside the measured
+    # window (never inside it), for a progress display; None: nothing is shown
+    progress: Callable[[str, int, int], None] | None = None
 
     def __post_init__(self) -> None:
         from perfsuite.errors import KnobError
 
-        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0)):
+        for name, minimum in (("steps", 2), ("warmup", 0), ("observe_steps", 0), ("sol_steps", 0), ("period_steps", 0)):
             value = getattr(self, name)
+            if name == "period_steps" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
         target = self.target_samples_per_s
@@ -75,39 +97,6 @@ class RunSpec:
         return resolve(self.workload, self.knobs.device)
 
 
-def _synchronize(device: Any) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class _StepClock:
-    """Per-step durations: CUDA events on a GPU (no sync until the end), host clock on the CPU."""
-
-    def __init__(self, device: Any) -> None:
-        import torch
-
-        self.cuda = device.type == "cuda"
-        self._events: list[Any] = []
-        self._host: list[float] = []
-        self._event_cls: Any = torch.cuda.Event if self.cuda else None
-
-    def mark(self) -> None:
-        if self.cuda:
-            event = self._event_cls(enable_timing=True)
-            event.record()
-            self._events.append(event)
-        else:
-            self._host.append(time.perf_counter())
-
-    def durations_ms(self) -> list[float]:
-        """Read after the window's closing synchronisation."""
-        if self.cuda:
-            return [a.elapsed_time(b) for a, b in zip(self._events, self._events[1:])]
-        return [(b - a) * 1e3 for a, b in zip(self._host, self._host[1:])]
-
-
 def default_probes() -> list[Probe]:
     """Every probe perfsuite has, plus those other packages declare (entry points ``perfsuite.probes``).
 
@@ -116,13 +105,6 @@ def default_probes() -> list[Probe]:
     from perfsuite.probes import all_probes, entry_point_probes
 
     return all_probes() + entry_point_probes()
-
-
-def _mode_depth() -> tuple[int, int]:
-    """How many torch function and dispatch modes are active: a probe must leave none in the window."""
-    import torch
-
-    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
 
 
 def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
@@ -143,10 +125,16 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
 
     from perfsuite.harness.pipeline import BatchStream, build_pipeline
     from perfsuite.jobs.contract import Job, bind
+    from perfsuite.jobs.script import Script
     from perfsuite.jobs.workload import Scale
 
     target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)
+    if isinstance(target, Script):  # a user's script, run unchanged: its own loop drives the same phases
+        from perfsuite.harness.script import drive_script
+
+        ran = drive_script(target, spec, probes)
+        return assemble_result(ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, [], ran.plan)
     if isinstance(target, Job):  # a user's own training job
         notes: list[str] = []
         if spec.mutate is not None:
@@ -174,13 +162,14 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             spec.mutate(view)
         job = bind(view.as_job())
     device = job.device
-    batches = BatchStream(job.loader)
+    batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
     ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job, batches)
     dog = Watchdog(spec.watchdog, loader=batches)
     clock = _StepClock(device)
     fetch_s: list[float] = []
     fetch_cpu_s: list[float] = []
     host_s: list[float] = []
+    step_start_s: list[float] = []
     epoch_fetch_ms: list[float] = []
     epoch_fetch_cpu_ms: list[float] = []
     delivered = 0
@@ -189,77 +178,121 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     depth = _mode_depth()
     threads = fit_threads(job, reference=job.reference)
     notes.extend(threads.notes)
-    try:
-        for probe in probes:
-            probe.setup(ctx)
-        with dog.phase("warm-up"):
-            for _ in range(spec.warmup):
-                t0 = time.perf_counter()
-                job.step(next(batches))
-                dog.record_step(time.perf_counter() - t0)
-            _synchronize(device)
-        epochs_before = batches.epochs
+    show = spec.progress or (lambda phase, done, total: None)
+    phase, k, n = "set-up", 0, 0
+    with contextlib.ExitStack() as run_scope:
+        guard = run_scope.enter_context(interrupts.guarded())
+        lease = run_scope.enter_context(workers.lease(job.loader, spec.watchdog.loader_timeout(), job.reference))
+        notes += lease.notes
         try:
             for probe in probes:
-                probe.start()
-            if _mode_depth() != depth:
-                raise PerfsuiteError(
-                    "a probe left a torch function or dispatch mode active in the measured window "
-                    f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
-                )
-            with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
-                start = time.perf_counter()
-                clock.mark()
-                for _ in range(spec.steps):
+                probe.setup(ctx)
+            first: Any = None
+            if spec.warmup:
+                # The first batch alone, under the loader timeout: a hung first batch fails in minutes, not at
+                # the warm-up deadline meant for compilation (30 min by default).
+                phase, k, n = "first batch", 0, 1
+                show(phase, 0, 1)
+                with dog.phase("first batch", deadline_s=spec.watchdog.first_batch_deadline()):
+                    first = next(batches)
+            phase, n = "warm-up", spec.warmup
+            with dog.phase("warm-up"):
+                for k in range(spec.warmup):
+                    show(phase, k, n)
+                    guard.check()
                     t0 = time.perf_counter()
-                    c0 = time.thread_time()
-                    epochs = batches.epochs
-                    batch = next(batches)
-                    t1 = time.perf_counter()
-                    fetch_cpu_s.append(time.thread_time() - c0)
-                    fetch_s.append(t1 - t0)
-                    if batches.epochs != epochs:
-                        epoch_fetch_ms.append((t1 - t0) * 1e3)
-                        epoch_fetch_cpu_ms.append(fetch_cpu_s[-1] * 1e3)
-                    delivered += batch_samples(batch)
-                    job.step(batch)
-                    clock.mark()
-                    host_s.append(time.perf_counter() - t0)
-                    last_batch = batch
+                    job.step(first if k == 0 else next(batches))
+                    dog.record_step(time.perf_counter() - t0)
+                first = None
                 _synchronize(device)
-                end = time.perf_counter()
+            guard.check()
+            epochs_before = batches.epochs
+            try:
+                for probe in probes:
+                    probe.start()
+                if _mode_depth() != depth:
+                    raise PerfsuiteError(
+                        "a probe left a torch function or dispatch mode active in the measured window "
+                        f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
+                    )
+                phase, n = "window", spec.steps
+                show(phase, 0, n)  # once before and once after: nothing of perfsuite's runs between the steps
+                with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
+                    start = time.perf_counter()
+                    clock.mark()
+                    for k in range(spec.steps):  # noqa: B007 - k names the step a Ctrl-C lands in
+                        t0 = time.perf_counter()
+                        c0 = time.thread_time()
+                        step_start_s.append(t0)
+                        epochs = batches.epochs
+                        batch = next(batches)
+                        t1 = time.perf_counter()
+                        fetch_cpu_s.append(time.thread_time() - c0)
+                        fetch_s.append(t1 - t0)
+                        if batches.epochs != epochs:
+                            epoch_fetch_ms.append((t1 - t0) * 1e3)
+                            epoch_fetch_cpu_ms.append(fetch_cpu_s[-1] * 1e3)
+                        delivered += batch_samples(batch)
+                        job.step(batch)
+                        clock.mark()
+                        host_s.append(time.perf_counter() - t0)
+                        last_batch = batch
+                    _synchronize(device)
+                    end = time.perf_counter()
+                show(phase, n, n)
+            finally:
+                for probe in probes:
+                    probe.stop()
+            guard.check()  # a Ctrl-C swallowed during the window (in a __del__, an at-fork hook) stops here
+            epochs_started = batches.epochs - epochs_before
+            # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
+            # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
+            # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
+            # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
+            phase, k, n = "speed of light", 0, spec.sol_steps
+            show(phase, 0, n)
+            with dog.phase("speed of light", steps=spec.sol_steps + 1):
+                if spec.sol_steps > 0:
+                    wait_idle(batches)  # workers refilling their prefetch slots would take cores from these steps
+                if job.reference:
+                    first_index = spec.warmup + spec.steps
+                    sol_ms = speed_of_light(
+                        lambda b, i: view.step(b, first_index + i), last_batch, device, spec.sol_steps
+                    )
+                else:
+                    sol_ms = speed_of_light(lambda b, i: job.step(b), last_batch, device, spec.sol_steps)
+            guard.check()
+            phase, k, n = "loader ledger", 0, 0
+            with dog.phase("loader ledger"):
+                for probe in probes:
+                    probe.after_window()
+            guard.check()
+            plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
+            phase, k, n = "observe", 0, plan.most_steps
+            with dog.phase("observe", steps=plan.most_steps):
+                while (kind := plan.next_kind()) is not None:
+                    show(phase, k, n)
+                    guard.check()
+                    batch = next(batches)
+                    with contextlib.ExitStack() as stack:
+                        for watcher in plan.watchers(kind):
+                            stack.enter_context(watcher)
+                        job.step(batch)
+                    plan.record(kind)
+                    k += 1
+                _synchronize(device)
+            show(phase, n, n)
+        except KeyboardInterrupt as exc:
+            guard.delivered()
+            if isinstance(exc, RunInterrupted):
+                raise
+            raise RunInterrupted(phase, k + 1 if n else None, n) from None
         finally:
-            for probe in probes:
-                probe.stop()
-        epochs_started = batches.epochs - epochs_before
-        # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
-        # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
-        # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
-        # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
-        with dog.phase("speed of light", steps=spec.sol_steps + 1):
-            if spec.sol_steps > 0:
-                wait_idle(batches)  # workers refilling their prefetch slots would take cores from these steps
-            if job.reference:
-                first = spec.warmup + spec.steps
-                sol_ms = speed_of_light(lambda b, k: view.step(b, first + k), last_batch, device, spec.sol_steps)
-            else:
-                sol_ms = speed_of_light(lambda b, k: job.step(b), last_batch, device, spec.sol_steps)
-        with dog.phase("loader ledger"):
-            for probe in probes:
-                probe.after_window()
-        with dog.phase("observe", steps=spec.observe_steps):
-            for _ in range(spec.observe_steps):
-                batch = next(batches)
-                with contextlib.ExitStack() as stack:
-                    for probe in probes:
-                        stack.enter_context(probe.observe())
-                    job.step(batch)
-            _synchronize(device)
-    finally:
-        for probe in probes:
-            probe.finish()
-        batches.close()
-        threads.restore()
+            with interrupts.shielded():  # the workers stop even if Ctrl-C is pressed again meanwhile
+                for probe in probes:
+                    probe.finish()
+                batches.close()
+                threads.restore()
     timings = WindowTimings(
         start_s=start,
         end_s=end,
@@ -273,7 +306,23 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         epoch_fetch_ms=epoch_fetch_ms,
         fetch_cpu_s=fetch_cpu_s,
         epoch_fetch_cpu_ms=epoch_fetch_cpu_ms,
+        step_start_s=step_start_s,
     )
+    return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
+
+
+def assemble_result(
+    job: Any,
+    scale: str,
+    spec: RunSpec,
+    timings: WindowTimings,
+    sol_ms: list[float],
+    last_batch: Any,
+    probes: Sequence[Probe],
+    notes: Sequence[str],
+    plan: ObservationPlan,
+) -> Result:
+    """The Result of a run from what its phases recorded: one assembly for a job's loop and a script's."""
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
@@ -282,17 +331,25 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     )
     timeline: dict[str, list[float]] = {}
     probe_samples: dict[str, list[float]] = {}
+    probe_notes: list[str] = []
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
         probe_samples.update(probe.samples())
+        probe_notes += probe.notes()
     if "loader_capacity_samples_per_s" in metrics:
         metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
+    if plan.skipped:
+        probe_notes.append(
+            f"{plan.skipped} step(s) after the period scan carried periodic work and were run unobserved, so the "
+            "per-step counts describe the steady step; the periodic work is in syncs_per_step's sites"
+        )
+    fetch_s, host_s = timings.fetch_s, timings.host_step_s
     shares = [min(1.0, f / h) if h > 0 else 0.0 for f, h in zip(fetch_s, host_s)]
     return Result(
         workload=job.name,
-        scale=scale.name,
+        scale=scale,
         knobs=job.knobs,
         knob_sources=job.knob_sources,
         metrics=metrics,
@@ -300,18 +357,18 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             "step_ms": timings.step_ms,
             "fetch_ms": [s * 1e3 for s in fetch_s],
             "data_wait": shares,
-            "epoch_fetch_ms": epoch_fetch_ms,
-            "epoch_fetch_cpu_ms": epoch_fetch_cpu_ms,
+            "epoch_fetch_ms": timings.epoch_fetch_ms,
+            "epoch_fetch_cpu_ms": timings.epoch_fetch_cpu_ms,
             "sol_step_ms": sol_ms,
-            "main_load_ms": [s * 1e3 for s in fetch_cpu_s],
+            "main_load_ms": [s * 1e3 for s in timings.fetch_cpu_s],
             "host_step_ms": [s * 1e3 for s in host_s],
             **probe_samples,
         },
-        fingerprint=Fingerprint.collect(str(device)),
+        fingerprint=Fingerprint.collect(str(job.device)),
         batch_size=job.batch_size,
         steps=spec.steps,
         warmup=spec.warmup,
-        notes=tuple(notes + job.notes),
+        notes=tuple(dict.fromkeys([*notes, *job.notes, *probe_notes])),
         timeline=timeline,
     )
 
@@ -374,32 +431,6 @@ def input_band(wait_frac: float) -> str:
         if wait_frac < limit or limit == float("inf"):
             return name
     return INPUT_BANDS[-1][1]
-
-
-def _on_device(batch: Any, device: Any) -> Any:
-    """The batch with every tensor moved to the device once (tuple, list and dict batches)."""
-    import torch
-
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: _on_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(_on_device(v, device) for v in batch)
-    return batch
-
-
-def _clone(batch: Any) -> Any:
-    """A fresh copy per step, so a step that works in place on its input (``x.div_(255)``) sees the same data."""
-    import torch
-
-    if isinstance(batch, torch.Tensor):
-        return batch.clone()
-    if isinstance(batch, dict):
-        return {k: _clone(v) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(_clone(v) for v in batch)
-    return batch
 
 
 def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:

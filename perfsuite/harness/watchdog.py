@@ -53,10 +53,11 @@ import os
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -71,6 +72,11 @@ DEFAULT_FACTOR = 20.0
 
 # The signal workers dump their stacks on. POSIX only; elsewhere workers' stacks are not collected.
 STACK_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
+
+# Told (phase, deadline in seconds) as each phase starts and (phase, None) as it ends, so a process that
+# supervises this one from outside (perfsuite.harness.distributed, for ranks) can enforce the same deadline
+# when a hang sits in a C call this process's own alarm cannot interrupt.
+PHASE_LISTENERS: list[Callable[[str, float | None], None]] = []
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,10 @@ class WatchdogConfig:
     def loader_timeout(self) -> float:
         """The value for ``DataLoader(timeout=...)``: 0 means none."""
         return float(self.loader_timeout_s or 0.0)
+
+    def first_batch_deadline(self) -> float:
+        """The first batch's own limit: the loader timeout (workers start and fetch it), else the warm-up's."""
+        return min(self.loader_timeout(), self.warmup_s) if self.loader_timeout() > 0 else self.warmup_s
 
 
 # ---------------------------------------------------------------------------------------------- worker side
@@ -164,21 +174,56 @@ def worker_init(directory: str, inner: Any, worker_id: int) -> None:
 
 
 def make_worker_init(inner: Any = None) -> functools.partial[None]:
-    """The ``worker_init_fn`` for a DataLoader built in this process (see :func:`worker_init`)."""
+    """The ``worker_init_fn`` for a DataLoader run in this process: stack dumps, then ``inner`` (the user's own
+    ``worker_init_fn``, or perfsuite's seeding), see :func:`worker_init`."""
     directory = stack_dir()
     _cleanup_at_exit(directory)
     return functools.partial(worker_init, str(directory), inner)
 
 
+def installs_stack_dump(worker_init_fn: Any) -> bool:
+    """Whether ``worker_init_fn`` already registers the stack dump (made by :func:`make_worker_init`)."""
+    return isinstance(worker_init_fn, functools.partial) and worker_init_fn.func is worker_init
+
+
 @functools.cache
 def _cleanup_at_exit(directory: Path) -> None:
     pid = os.getpid()
+    sweep_stack_dirs()
 
     def cleanup() -> None:
         if os.getpid() == pid:  # not in forked children, which inherit atexit handlers
             shutil.rmtree(directory, ignore_errors=True)
 
     atexit.register(cleanup)
+
+
+def sweep_stack_dirs(parent: Path | None = None) -> list[Path]:
+    """Remove the stack-dump folders of processes that are gone (killed with -9: their atexit never ran)."""
+    removed: list[Path] = []
+    base = Path(tempfile.gettempdir()) if parent is None else parent
+    try:
+        candidates = list(base.glob("perfsuite-stacks-*"))
+    except OSError:
+        return removed
+    for path in candidates:
+        pid = path.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # ---------------------------------------------------------------------------------------------- main side
@@ -277,6 +322,8 @@ class Watchdog:
         limit = float(deadline_s) if deadline_s is not None else self.deadline(steps)
         self._active, self._pending = name, None
         disarm = self._arm(name, limit) if self.config.enabled else None
+        for listener in PHASE_LISTENERS:
+            listener(name, limit if self.config.enabled else None)
         try:
             yield
         except _Expired:
@@ -290,6 +337,8 @@ class Watchdog:
             if disarm is not None:
                 disarm()
             self._active = None
+            for listener in PHASE_LISTENERS:
+                listener(name, None)
 
     # -- arming -------------------------------------------------------------------------------------------
 
@@ -300,7 +349,7 @@ class Watchdog:
 
     def _arm_signal(self, name: str, limit: float) -> Any:
         def on_alarm(signum: int, frame: FrameType | None) -> None:
-            raise self._expired(name, limit, "the deadline")
+            raise self._expired(name, limit, "the deadline", frame)
 
         old_handler = signal.signal(signal.SIGALRM, on_alarm)
         old_delay, _ = signal.setitimer(signal.ITIMER_REAL, limit)
@@ -321,7 +370,7 @@ class Watchdog:
         def fire() -> None:
             if done.wait(limit):
                 return
-            self._pending = self._expired(name, limit, "the deadline")
+            self._pending = self._expired(name, limit, "the deadline", sys._current_frames().get(target))
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Expired))
 
         timer = threading.Thread(target=fire, name=f"perfsuite-watchdog-{name}", daemon=True)
@@ -330,31 +379,45 @@ class Watchdog:
 
     # -- expiry -------------------------------------------------------------------------------------------
 
-    def _expired(self, phase: str, limit: float, what: str) -> RunTimeout:
-        """Dump every stack, then build the exception that names the phase and the workers."""
+    def _expired(self, phase: str, limit: float, what: str, frame: FrameType | None = None) -> RunTimeout:
+        """Say where the hang is (the step, a worker, the main thread), collect the stacks that can be had
+        without harming anyone, and build the exception that names it all."""
         workers = loader_workers(self.loader)
-        stuck = [w for w in workers if w.waited_on] or workers
+        place = Place("worker", "", waiting=True) if what.startswith("the DataLoader timeout") else locate(frame)
+        waited = [w for w in workers if w.waited_on]
         stacks = [f"--- Python stacks of the main process (pid {os.getpid()}) ---", _own_stacks()]
-        stacks += _worker_stacks(stuck, self.config.grace_s)
+        if place.waiting and workers:
+            stuck = waited or workers
+            stacks += _worker_stacks(stuck, self.config.grace_s)
+            names = ", ".join(f"worker {w.worker_id} (pid {w.pid})" for w in stuck)
+            where = "worker"
+            waiting = f"the hang is in DataLoader {names}: the main thread waits for its batch"
+            if not waited:
+                waiting = f"the main thread waits on the DataLoader; its workers are {names}"
+        elif place.waiting:
+            stuck, where = [], "main thread"
+            waiting = "the hang is in the main thread, in the dataset (num_workers=0: __getitem__ runs here)" + (
+                f", at {place.site}" if place.site else ""
+            )
+        else:
+            stuck, where = [], place.kind
+            alive = ", ".join(f"worker {w.worker_id} (pid {w.pid})" for w in workers)
+            waiting = f"the hang is in {'the step' if place.kind == 'step' else 'the main thread'}" + (
+                f", at {place.site}" if place.site else ""
+            )
+            waiting += f" (pid {os.getpid()})" + (
+                f"; DataLoader {alive} are alive and not waited on" if workers else ""
+            )
         text = "\n".join(stacks)
         out = self.stream or sys.stderr
         with contextlib.suppress(Exception):
             out.write(f"\nperfsuite watchdog: {phase} phase passed {what}\n{text}\n")
             out.flush()
-        if stuck:
-            names = ", ".join(f"worker {w.worker_id} (pid {w.pid})" for w in stuck)
-            waiting = (
-                f"waiting on DataLoader {names}"
-                if any(w.waited_on for w in stuck)
-                else (f"DataLoader workers alive: {names}")
-            )
-        else:
-            waiting = "no DataLoader workers: the hang is in this process (__getitem__ with num_workers=0, or the step)"
         how = self._how_derived(phase, limit, what)
         message = (
             f"the {phase} phase passed {what} of {limit:.1f} s: {waiting}. {how}\nPython stacks at expiry:\n{text}"
         )
-        return RunTimeout(message, phase, limit, tuple(w.pid for w in stuck), text)
+        return RunTimeout(message, phase, limit, tuple(w.pid for w in stuck), text, where=where, site=place.site)
 
     def _how_derived(self, phase: str, limit: float, what: str) -> str:
         c = self.config
@@ -382,31 +445,130 @@ def _own_stacks() -> str:
         return fh.read().rstrip()
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where the main thread was when a phase expired: ``step``, ``main thread`` or (waiting on the loader)
+    ``worker``; ``site`` is the innermost frame of the job's own code, ``file:line in function``."""
+
+    kind: str
+    site: str
+    waiting: bool = False
+
+
+_LOADER_FILE = os.path.join("torch", "utils", "data", "dataloader.py")
+_STEP_FRAMES = (os.path.join("perfsuite", "jobs", "contract.py"), os.path.join("perfsuite", "harness", "pipeline.py"))
+_LIBRARY_DIRS = tuple(
+    os.path.normpath(p)
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+)
+_HARNESS = os.path.dirname(os.path.abspath(__file__))
+# perfsuite's own machinery around a step: never "the job's code" in a message
+_MACHINERY = tuple(
+    os.path.join(_HARNESS, f"{name}.py") for name in ("runner", "watchdog", "workers", "interrupts", "batches")
+) + (os.path.join(os.path.dirname(_HARNESS), "jobs", "contract.py"),)
+
+
+def _frames(frame: FrameType | None) -> list[FrameType]:
+    """Innermost first."""
+    out = []
+    while frame is not None:
+        out.append(frame)
+        frame = frame.f_back
+    return out
+
+
+def _site(frame: FrameType) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _user_frame(frame: FrameType) -> bool:
+    """A frame of the job's own code: not the standard library, torch or perfsuite's machinery."""
+    name = os.path.normpath(frame.f_code.co_filename)
+    if name.startswith("<") or name in _MACHINERY:
+        return False
+    return not any(name.startswith(d + os.sep) for d in _LIBRARY_DIRS) or os.sep + "perfsuite" + os.sep in name
+
+
+def locate(frame: FrameType | None) -> Place:
+    """Read from the main thread's stack where it is: waiting in ``next(loader)``, in the step, or elsewhere.
+
+    Passive (it only reads frames), so nothing about the run changes.
+    """
+    frames = _frames(frame)
+    in_loader = any(f.f_code.co_filename.endswith(_LOADER_FILE) for f in frames)
+    in_step = any(f.f_code.co_name == "step" and f.f_code.co_filename.endswith(_STEP_FRAMES) for f in frames)
+    own = [f for f in frames if _user_frame(f)]
+    site = _site(own[0]) if own else (_site(frames[0]) if frames else "")
+    if in_loader:
+        fetching = [f for f in frames if f.f_code.co_name == "__getitem__" or f.f_code.co_name == "fetch"]
+        return Place("worker", site if fetching else "", waiting=True)
+    return Place("step" if in_step else "main thread", site)
+
+
 def _worker_stacks(workers: list[WorkerState], grace_s: float) -> list[str]:
-    """Signal each worker to dump its stacks, wait up to ``grace_s`` for them, return what they wrote."""
-    if STACK_SIGNAL is None or not workers:
+    """The stacks of ``workers``, by whichever safe way each allows; never a signal a worker cannot handle.
+
+    A worker whose init registered the stack dump (it made its file in :func:`stack_dir`) is asked
+    with SIGUSR1. Any other worker would die of that signal, so py-spy reads it from outside if it is
+    installed, else /proc says what it is blocked in.
+    """
+    if not workers:
         return []
     directory = stack_dir()
     files = {w.pid: directory / f"{w.pid}.txt" for w in workers}
-    for w in workers:
+    safe = [w for w in workers if STACK_SIGNAL is not None and files[w.pid].exists()]
+    for w in safe:
         with contextlib.suppress(OSError):
-            os.kill(w.pid, STACK_SIGNAL)
+            os.kill(w.pid, STACK_SIGNAL)  # type: ignore[arg-type]
     deadline = time.monotonic() + grace_s
     texts: dict[int, str] = {}
-    while time.monotonic() < deadline and len(texts) < len(files):
-        for pid, path in files.items():
-            if pid not in texts:
+    while safe and time.monotonic() < deadline and len(texts) < len(safe):
+        for w in safe:
+            if w.pid not in texts:
                 with contextlib.suppress(OSError):
-                    if "File " in path.read_text(encoding="utf-8", errors="replace"):
-                        texts[pid] = ""
+                    if "File " in files[w.pid].read_text(encoding="utf-8", errors="replace"):
+                        texts[w.pid] = ""
         time.sleep(0.05)
     for pid in texts:  # read again, now that the dump had time to finish
         with contextlib.suppress(OSError):
             texts[pid] = files[pid].read_text(encoding="utf-8", errors="replace").rstrip()
     out = []
     for w in workers:
-        body = texts.get(w.pid) or (
-            "(no stacks: the worker did not answer SIGUSR1; was it built by perfsuite.harness.pipeline.build_loader?)"
-        )
+        body = texts.get(w.pid) or _outside_stacks(w.pid)
         out += [f"--- Python stacks of DataLoader worker {w.worker_id} (pid {w.pid}) ---", body]
     return out
+
+
+def _py_spy() -> str | None:
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.is_file() else None
+
+
+def _outside_stacks(pid: int) -> str:
+    """A worker's stacks read from outside it: py-spy (non-blocking), else what /proc says."""
+    import subprocess
+
+    spy = _py_spy()
+    if spy is not None:
+        try:
+            done = subprocess.run(
+                [spy, "dump", "--pid", str(pid), "--nonblocking"], capture_output=True, text=True, timeout=15
+            )
+            if done.returncode == 0 and done.stdout.strip():
+                return "(read with py-spy)\n" + done.stdout.rstrip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    proc = Path("/proc") / str(pid)
+    try:
+        status = (proc / "status").read_text().splitlines()
+        state = next((line.split(":", 1)[1].strip() for line in status if line.startswith("State:")), "?")
+        wchan = (proc / "wchan").read_text().strip() or "-"
+    except OSError:
+        return "(no stacks: the worker has no stack dump handler, py-spy is not installed, and /proc cannot be read)"
+    return (
+        f"(no Python stacks: the worker has no stack dump handler and py-spy is not installed or not permitted; "
+        f"/proc says: state {state}, waiting in {wchan})"
+    )

@@ -76,7 +76,14 @@ class Job:
       on the batch, ``none``), recorded as the ``aug`` knob; gpu_transform is
       the batched transform the step applies (``transform(images, masks) ->
       (images, masks)``); the label probe checks its properties when it can.
+    flip_pairs: labels that swap when a sample is mirrored (left/right eye:
+      ``[(4, 5), (6, 7)]``): the property check then expects ``gpu_transform``
+      to swap them on the samples it flips, instead of calling the swap a violation.
     name: how Results and baselines name the job.
+    epoch_start: what the training loop does before each epoch's first batch,
+      called with the epoch number (0, 1, ...): ``sampler.set_epoch`` for a
+      DistributedSampler, so each epoch draws a new order. perfsuite iterates
+      the loader itself, so a loop's own ``set_epoch`` call reaches it only here.
     """
 
     step: Callable[[Any], Any]
@@ -93,6 +100,8 @@ class Job:
     target_kind: str = "mask"
     aug: str | None = None
     gpu_transform: Any = None
+    flip_pairs: Any = None
+    epoch_start: Callable[[int], Any] | None = None
     # Set by perfsuite when it adapts a reference workload (perfsuite.harness.pipeline): not for users.
     pipeline: Any = field(default=None, repr=False)
     knobs: Any = field(default=None, repr=False)
@@ -113,6 +122,11 @@ class Job:
                 "loader_kwargs go with dataset=...: a DataLoader handed over as loader= is used as built; "
                 "drop loader_kwargs or pass dataset= instead"
             )
+        if self.epoch_start is not None and not callable(self.epoch_start):
+            raise JobError(
+                f"Job(epoch_start={self.epoch_start!r}) must be a callable taking the epoch number; "
+                "write Job(epoch_start=sampler.set_epoch, ...)"
+            )
         if self.target_kind not in TARGET_KINDS:
             raise JobError(f"target_kind={self.target_kind!r}; write one of {', '.join(TARGET_KINDS)}")
         if self.aug is not None and self.aug not in AUG_PLACEMENTS:
@@ -124,12 +138,42 @@ class Job:
             isinstance(self.num_classes, bool) or not isinstance(self.num_classes, int) or self.num_classes < 1
         ):
             raise JobError(f"num_classes={self.num_classes!r} must be a positive integer")
+        if self.flip_pairs is not None:
+            self.flip_pairs = check_flip_pairs(self.flip_pairs, self.num_classes, f"job {self.name!r}")
         if self.criterion is not None and not hasattr(self.criterion, "register_forward_pre_hook"):
             raise JobError(
                 f"criterion={self.criterion!r} is a plain function, so perfsuite cannot see the targets passed to "
                 "it; wrap it once, criterion = perfsuite.LossHook(your_loss), call that criterion in your step, "
                 "and pass Job(criterion=criterion)"
             )
+
+
+def check_flip_pairs(pairs: Any, num_classes: int | None, who: str) -> tuple[tuple[int, int], ...]:
+    """``[(4, 5), (6, 7)]`` as a tuple of int pairs, each label in one pair only (and a class, when known)."""
+    out: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    try:
+        items = list(pairs)
+    except TypeError:
+        items = [pairs]
+    for pair in items:
+        try:
+            a, b = (v for v in pair)
+        except (TypeError, ValueError):
+            a = b = None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)):
+            raise JobError(
+                f"{who}: flip_pairs item {pair!r} is not a pair of labels; write flip_pairs=[(4, 5), (6, 7)]"
+            )
+        assert isinstance(a, int) and isinstance(b, int)
+        for label in (a, b):
+            if a == b or label in seen:
+                raise JobError(f"{who}: flip_pairs: label {label} is in more than one pair (or paired with itself)")
+            if num_classes is not None and not 0 <= label < num_classes:
+                raise JobError(f"{who}: flip_pairs: label {label} is not a class (0..{num_classes - 1})")
+            seen.add(label)
+        out.append((a, b))
+    return tuple(out)
 
 
 class LossHook:
@@ -162,6 +206,7 @@ class JobInfo:
     target_kind: str
     num_classes: int | None
     ignore_index: int | None
+    flip_pairs: tuple[tuple[int, int], ...] = ()
 
     @property
     def fill(self) -> int:
@@ -201,7 +246,7 @@ class BoundJob:
     @property
     def info(self) -> JobInfo:
         j = self.job
-        return JobInfo(j.name, j.target_kind, j.num_classes, j.ignore_index)
+        return JobInfo(j.name, j.target_kind, j.num_classes, j.ignore_index, tuple(j.flip_pairs or ()))
 
     def step(self, batch: Any) -> Any:
         loss = self.job.step(batch)
@@ -352,6 +397,12 @@ def bind(job: Job, requested: Mapping[str, Any] | None = None, default_device: s
     for name in STEP_KNOBS:
         sources[name] = NOT_APPLIED
     knobs["device"], sources["device"] = str(device), USER
+    if device.type == "cpu" and read.get("pin_memory"):
+        notes.append(
+            "pin_memory=True on a CPU run: without CUDA torch does not pin (nor copy to a device), so this run's "
+            "loader skips the pinning a GPU run pays for, and its copies cannot overlap with compute as a GPU run's "
+            "non_blocking copies from pinned memory do: samples/s and data wait here are not the GPU run's"
+        )
     batch_size = read.get("batch_size") or 0
     return BoundJob(job, loader, device, int(batch_size), knobs, sources, notes)
 

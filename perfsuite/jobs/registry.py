@@ -154,7 +154,11 @@ def load_entry_points(group: str = WORKLOAD_GROUP) -> list[str]:
 
 
 def is_job_target(target: Any) -> bool:
-    """Does ``target`` name a user's job (a Job, a job factory, a registered job's name) rather than a workload?"""
+    """Does ``target`` name a user's job (a Job, a Script, a job factory, a registered job's name), not a workload?"""
+    from perfsuite.jobs.script import Script
+
+    if isinstance(target, Script):
+        return True
     if isinstance(target, str):
         return get_job_factory(target) is not None
     if isinstance(target, Workload) or (isinstance(target, type) and issubclass(target, Workload)):
@@ -163,7 +167,11 @@ def is_job_target(target: Any) -> bool:
 
 
 def resolve(target: Any, device: str) -> Any:
-    """A Workload or a Job from what a caller named: a name, a Workload, a Job or a job factory."""
+    """A Workload, Job or Script from what a caller named: a name, a Workload, a Job, a Script or a job factory."""
+    from perfsuite.jobs.script import Script
+
+    if isinstance(target, Script):
+        return target
     if isinstance(target, str):
         factory = get_job_factory(target)
         return call_factory(factory, device) if factory is not None else get_workload(target)

@@ -67,6 +67,7 @@ class Workload(ABC):
     image_format: ClassVar[str] = "jpg"
     num_classes: ClassVar[int | None] = None
     ignore_index: ClassVar[int | None] = None
+    flip_pairs: ClassVar[tuple[tuple[int, int], ...]] = ()  # mask classes a mirror swaps (left/right eye, ...)
     scales: ClassVar[dict[str, Scale]]
 
     # -- data ---------------------------------------------------------------
@@ -89,10 +90,10 @@ class Workload(ABC):
         return []
 
     def recipe(self) -> Recipe:
-        """The augmentation recipe for this workload: seed 000's list by default."""
-        from perfsuite.augment.recipe import Recipe
+        """The augmentation recipe for this workload: seed 000's list, its flip swapping ``flip_pairs``."""
+        from perfsuite.augment.recipe import Flip, Recipe
 
-        return Recipe()
+        return Recipe(flip=Flip(pairs=self.flip_pairs))
 
     # -- training -----------------------------------------------------------
     @abstractmethod

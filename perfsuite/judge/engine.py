@@ -12,8 +12,7 @@ within their tolerance and inconclusive beyond it. Failing verdicts carry their 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
@@ -69,9 +68,9 @@ def compare_results(
         if not b.available and not h.available:
             continue
         if spec.name == "step_ms" and len(base_runs) >= MIN_BASE_RUNS and b.available and h.available:
-            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head))
+            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head, base))
             continue
-        verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head))
+        verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head, base))
     return verdicts
 
 
@@ -138,40 +137,13 @@ def judge_metric(
 def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric) -> Verdict:
     outcome = direction(spec, b.value, h.value)
     message = f"{spec.name} {format_value(b.value)} -> {format_value(h.value)} (exact)"
+    from perfsuite.judge.causes import movers
+
     moved = movers(b.detail, h.detail)
     if outcome is not Outcome.UNCHANGED and moved:
         message += f": {moved}"
     ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)
     return Verdict(test_id, spec.name, b.value, h.value, ratio, outcome, message)
-
-
-def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3) -> str:
-    """What moved inside an exact metric: new call sites (``sites``) or the biggest changes in ``by``."""
-    from perfsuite.judge.causes import short_path
-
-    if "sites" in head_detail or "sites" in base_detail:
-        before = {(s["op"], s["site"]): s["per_step"] for s in base_detail.get("sites", []) if isinstance(s, Mapping)}
-        after = {(s["op"], s["site"]): s["per_step"] for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
-        keys = set(before) | set(after)
-        changes = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in keys), key=lambda c: -abs(c[0]))
-        return ", ".join(
-            f"{op} at {short_path(site)} {delta:+.3g}/step" for delta, (op, site) in changes[:top] if delta
-        )
-    b_by, h_by = base_detail.get("by"), head_detail.get("by")
-    if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
-        keys = set(b_by) | set(h_by)
-        changes = sorted(
-            ((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys), key=lambda c: (-abs(c[0]), c[1])
-        )
-        return ", ".join(
-            f"{k} {format_value(float(b_by.get(k, 0)))} -> {format_value(float(h_by.get(k, 0)))}"
-            for delta, k in changes[:top]
-            if delta
-        )
-    examples = head_detail.get("examples")
-    if isinstance(examples, list) and examples:
-        return str(examples[0])[:240]
-    return ""
 
 
 def _per_sample(result: Result, samples: Sequence[float]) -> list[float]:
@@ -251,6 +223,8 @@ def _judge_samples(
         f": {_reason(t.reason, higher)}"
     )
     if t.outcome in (Outcome.REGRESSED, Outcome.IMPROVED):
+        from perfsuite.judge.causes import movers
+
         stages = movers(base.metric(name).detail, head.metric(name).detail)
         if stages:
             message += f"; by stage: {stages}"
@@ -342,11 +316,12 @@ def _compare_summary(spec: registry.MetricSpec, test_id: str, b: float, h: float
     )
 
 
-def explain(verdict: Verdict, result: Result) -> Verdict:
-    """The verdict with its likely cause attached when it fails (unchanged otherwise)."""
+def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Verdict:
+    """The verdict with its likely cause attached when it fails (unchanged otherwise); ``base``: the Result
+    it was compared with, so a slowdown is placed where the time moved."""
     if not verdict.failed or verdict.cause:
         return verdict
     from perfsuite.judge import causes
 
-    cause = causes.explain(verdict, result)
+    cause = causes.explain(verdict, result, base)
     return verdict.with_cause(str(cause) if cause else None)

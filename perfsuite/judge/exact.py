@@ -9,21 +9,33 @@ included::
 
     baselines/exact/cpu__torch-2.13.json
     {
-      "schema_version": 1, "device": "cpu", "torch": "2.13",
-      "tests": {"tests/perf/test_step.py::test_x": {"syncs_per_step": 0.0, "graph_breaks": null, ...}}
+      "schema_version": 2, "device": "cpu", "torch": "2.13",
+      "tests": {"tests/perf/test_step.py::test_x": {"syncs_per_step": 0, "graph_breaks": null, ...}},
+      "breakdown": {"tests/perf/test_step.py::test_x": {"ops_per_step": {"aten::addmm": 2, ...},
+                                                        "h2d_bytes_per_step": {"uint8": 131072}}}
     }
 
 ``null`` means "unavailable" (nothing compiled, say): becoming measurable is a
-change too. The gate runs both ways (:func:`perfsuite.judge.exact.check_exact`):
-an improvement fails as well, naming the command that rewrites the file, so
-the file always says what the code does (PyTorch's pr_time_benchmarks gate).
-Timing baselines stay per machine (:mod:`perfsuite.judge.baselines`).
+change too. ``breakdown`` keeps what each count is made of (ops by name, bytes
+by dtype), one entry per line, so a failure names what moved and the file's
+diff shows it in review. Schema 1 files (no breakdown) are still read.
+
+The file is the gate, so it is read strictly (:meth:`ExactBaselines.load`):
+each value must fit its metric's kind in the registry (a count is a finite
+number >= 0, a flag true/false, a fraction within [0, 1], a label a string),
+NaN and infinities are refused, and every fault names the file, the test and
+the field. The gate runs both ways (:func:`check_exact`): an improvement
+fails as well, naming the command that rewrites the file, so the file always
+says what the code does (PyTorch's pr_time_benchmarks gate). A test with no
+entry fails too (:func:`missing_verdict`): deleting an entry must not switch
+its gate off. Timing baselines stay per machine (:mod:`perfsuite.judge.baselines`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,11 +44,14 @@ from perfsuite.core import metrics as registry
 from perfsuite.core import tmpfiles
 from perfsuite.core.results import Fingerprint, Result
 from perfsuite.errors import BaselineError
+from perfsuite.judge.causes import movers
 from perfsuite.judge.engine import explain
 from perfsuite.judge.verdict import Outcome, Verdict, direction, format_value, value_ratio
 
-SCHEMA_VERSION = 1
-SUBDIR = "exact"
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+# The update command when nothing better is known (the plugin passes the session's own command line).
+UPDATE_HINT = "pytest --perfsuite-update-exact"
 
 
 def torch_minor(version: str) -> str:
@@ -51,52 +66,112 @@ def key_for(fingerprint: Fingerprint) -> str:
     return f"{device}__torch-{torch_minor(fingerprint.torch)}"
 
 
-class ExactBaselines:
-    """One committed file of exact values, for one device type and torch minor version."""
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows; an exact value must be finite")
 
-    def __init__(self, root: Path | str, key: str) -> None:
-        self.path = Path(root) / SUBDIR / f"{key}.json"
+
+def check_value(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the committed value of metric ``name`` (None: it can).
+
+    ``None`` (unavailable) fits every metric. Otherwise the metric's kind decides:
+    exact counts are finite numbers >= 0, flags true/false, fractions within
+    [0, 1], labels strings. Only exact kinds belong in the file.
+    """
+    spec = registry.find(name)
+    if spec is None:
+        return "is not a metric perfsuite knows (a typo, or a probe of yours that is not installed)"
+    if not spec.exact:
+        return f"is a {spec.kind} metric; the committed file holds exact metrics only: delete the field"
+    if value is None:
+        return None
+    if spec.kind == "flag":
+        return None if isinstance(value, bool) else f"= {value!r:.60} must be true or false (a flag)"
+    if spec.kind == "label":
+        return None if isinstance(value, str) else f"= {value!r:.60} must be a string (a label)"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"= {value!r:.60} must be a number ({spec.unit or spec.kind})"
+    if not math.isfinite(value):
+        return f"= {value!r} must be finite"
+    if spec.kind == "fraction" and not 0.0 <= value <= 1.0:
+        return f"= {value!r} must lie within [0, 1] (a fraction)"
+    if value < 0:
+        return f"= {value!r} must be >= 0 (a count)"
+    return None
+
+
+def _tidy(value: Any) -> Any:
+    """An integral float count as an int, so the file and the messages read ``597``, not ``597.0``
+    (counts only: a fraction stays ``0.0``)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+class ExactBaselines:
+    """One committed file of exact values, for one device type and torch minor version.
+
+    ``directory`` is the exact directory itself (``baselines/exact`` by default,
+    ``--perfsuite-exact-dir``), independent of where timing baselines live.
+    """
+
+    def __init__(self, directory: Path | str, key: str) -> None:
+        self.path = Path(directory) / f"{key}.json"
         self.key = key
         self.tests: dict[str, dict[str, Any]] = {}
+        self.breakdown: dict[str, dict[str, dict[str, Any]]] = {}
         self.loaded = False
         self.changed = False
 
     @classmethod
-    def open(cls, root: Path | str, key: str) -> ExactBaselines:
+    def open(cls, directory: Path | str, key: str) -> ExactBaselines:
         """The store for ``key`` (see :func:`key_for`), loaded if its file exists."""
-        store = cls(root, key)
+        store = cls(directory, key)
         store.load()
         return store
 
-    def load(self) -> None:
-        """Read the file if it exists; a malformed file is an error naming it and the field."""
+    def _error(self, what: str, update: str) -> BaselineError:
+        return BaselineError(
+            f"exact baselines {self.path}: {what}; fix it, restore it from git, or rewrite it: `{update}`"
+        )
+
+    def load(self, update: str = UPDATE_HINT) -> None:
+        """Read the file if it exists, field by field; a fault is a BaselineError naming the file, test and field."""
         if not self.path.is_file():
             return
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(self.path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
         except (OSError, ValueError) as exc:
-            raise BaselineError(
-                f"exact baselines {self.path} cannot be read ({exc}); restore it from git or "
-                "rewrite it with `nox -s perf -- --perfsuite-update-exact`"
-            ) from exc
-        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            raise BaselineError(
-                f"exact baselines {self.path}: expected a JSON object with schema_version "
-                f"{SCHEMA_VERSION}; rewrite it with `nox -s perf -- --perfsuite-update-exact`"
+            raise self._error(f"cannot be read ({exc})", update) from None
+        if not isinstance(data, dict) or data.get("schema_version") not in READABLE_VERSIONS:
+            version = data.get("schema_version") if isinstance(data, dict) else None
+            raise self._error(
+                f"expected a JSON object with schema_version {SCHEMA_VERSION}, found schema_version={version!r:.40}",
+                update,
             )
         tests = data.get("tests")
-        if not isinstance(tests, dict) or not all(isinstance(v, dict) for v in tests.values()):
-            raise BaselineError(
-                f"exact baselines {self.path}: field 'tests' must map test ids to objects of metric values"
-            )
+        if not isinstance(tests, dict):
+            raise self._error("field 'tests' must map test ids to objects of metric values", update)
         for test_id, values in tests.items():
+            if not isinstance(values, dict):
+                raise self._error(f"tests[{test_id!r}] = {values!r:.60} must be an object of metric values", update)
             for name, value in values.items():
-                if not (value is None or isinstance(value, (bool, int, float, str))):
-                    raise BaselineError(
-                        f"exact baselines {self.path}: tests[{test_id!r}][{name!r}] = {value!r} "
-                        "must be a number, true/false, a string or null"
-                    )
+                problem = check_value(name, value)
+                if problem:
+                    raise self._error(f"tests[{test_id!r}][{name!r}] {problem}", update)
+        breakdown = data.get("breakdown", {})
+        if not isinstance(breakdown, dict):
+            raise self._error("field 'breakdown' must map test ids to objects", update)
+        for test_id, per_metric in breakdown.items():
+            if not isinstance(per_metric, dict):
+                raise self._error(f"breakdown[{test_id!r}] must map metric names to objects", update)
+            for name, parts in per_metric.items():
+                bad = not isinstance(parts, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in parts.values()
+                )
+                if bad:
+                    raise self._error(f"breakdown[{test_id!r}][{name!r}] must map names to finite numbers", update)
         self.tests = {k: dict(v) for k, v in tests.items()}
+        self.breakdown = {k: {m: dict(p) for m, p in v.items()} for k, v in breakdown.items()}
         self.loaded = True
 
     @property
@@ -107,10 +182,37 @@ class ExactBaselines:
     def expected(self, test_id: str) -> Mapping[str, Any] | None:
         return self.tests.get(test_id)
 
-    def record(self, test_id: str, values: Mapping[str, Any]) -> None:
-        if self.tests.get(test_id) != dict(values):
-            self.tests[test_id] = dict(values)
+    def expected_breakdown(self, test_id: str) -> Mapping[str, Mapping[str, Any]]:
+        return self.breakdown.get(test_id, {})
+
+    def record(
+        self, test_id: str, values: Mapping[str, Any], breakdown: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        """Set a test's values (checked as :meth:`load` checks them: a NaN count is never written)."""
+        for name, value in values.items():
+            problem = check_value(name, value)
+            if problem:
+                raise BaselineError(
+                    f"{test_id}: not recording exact values in {self.path}: {name} {problem} (the run measured it so)"
+                )
+        values = {k: _tidy(v) if registry.get(k).kind == "exact" else v for k, v in values.items()}
+        parts = {m: {k: _tidy(v) for k, v in p.items()} for m, p in (breakdown or {}).items() if p}
+        if self.tests.get(test_id) != values or self.breakdown.get(test_id, {}) != parts:
+            self.tests[test_id] = values
+            if parts:
+                self.breakdown[test_id] = parts
+            else:
+                self.breakdown.pop(test_id, None)
             self.changed = True
+
+    def remove(self, test_ids: Iterable[str]) -> list[str]:
+        """Drop the entries of tests that no longer exist; the ids removed."""
+        gone = [t for t in test_ids if t in self.tests]
+        for test_id in gone:
+            del self.tests[test_id]
+            self.breakdown.pop(test_id, None)
+            self.changed = True
+        return gone
 
     def save(self) -> Path:
         """Write atomically (temp file, fsync, replace), sorted, one metric per line for review."""
@@ -120,15 +222,47 @@ class ExactBaselines:
             "device": device,
             "torch": torch,
             "tests": {k: dict(sorted(v.items())) for k, v in sorted(self.tests.items())},
+            "breakdown": {
+                k: {m: dict(sorted(p.items())) for m, p in sorted(v.items())} for k, v in sorted(self.breakdown.items())
+            },
         }
-        tmpfiles.write_json_atomic(self.path, payload)
+        tmpfiles.write_text_atomic(self.path, json.dumps(payload, indent=2, allow_nan=False) + "\n")
         self.changed = False
         return self.path
 
 
-# --------------------------------------------------------------------------- the committed exact gate
+# --------------------------------------------------------------------------- stale entries
 
-UPDATE_HINT = "nox -s perf -- --perfsuite-update-exact"
+
+def test_file_of(test_id: str) -> str:
+    """``tests/perf/test_x.py`` from ``tests/perf/test_x.py::test_a[cpu]#label``."""
+    return test_id.split("::", 1)[0]
+
+
+def stale_entries(
+    committed: Iterable[str], collected: Iterable[str], root: Path, partial_files: Iterable[str] = ()
+) -> list[str]:
+    """Committed test ids whose test no longer exists.
+
+    ``collected`` holds the node ids this session collected (before -k/-m
+    deselection). An entry is stale when its test file is gone from ``root``,
+    or when its file was collected whole and the test (the id before ``#label``) was not.
+    Entries of files this session did not collect, or collected only in part
+    (``partial_files``: selected by node id), are left alone: a run of one
+    test says nothing about the others.
+    """
+    collected = set(collected)
+    files = {test_file_of(n) for n in collected} - set(partial_files)
+    stale = []
+    for test_id in committed:
+        node = test_id.split("#", 1)[0]
+        path = test_file_of(test_id)
+        if not (root / path).exists() or (path in files and node not in collected):
+            stale.append(test_id)
+    return sorted(stale)
+
+
+# --------------------------------------------------------------------------- the committed exact gate
 
 
 def exact_values(result: Result) -> dict[str, Any]:
@@ -141,28 +275,63 @@ def exact_values(result: Result) -> dict[str, Any]:
     return out
 
 
+def exact_breakdown(result: Result) -> dict[str, dict[str, Any]]:
+    """What each exact count is made of (``detail["by"]``: ops by name, bytes by dtype), for the committed file."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in registry.all_specs():
+        m = result.metrics.get(spec.name)
+        if spec.exact and m is not None and m.available:
+            by = m.detail.get("by")
+            if isinstance(by, Mapping) and by:
+                out[spec.name] = {str(k): v for k, v in by.items()}
+    return out
+
+
+def missing_verdict(test_id: str, source: str, update: str, allowed: bool) -> Verdict:
+    """A test with no committed exact values: a failure (its gate would be off), or new when the user allows it."""
+    if allowed:
+        return Verdict(
+            test_id,
+            "exact",
+            None,
+            None,
+            None,
+            Outcome.NEW,
+            f"no committed exact values for this test in {source} (allowed by --perfsuite-allow-missing-exact); "
+            f"record them with `{update}`",
+        )
+    return Verdict(
+        test_id,
+        "exact",
+        None,
+        None,
+        None,
+        Outcome.FAIL,
+        f"no committed exact values for this test in {source}, so its exact gate would be off; record them with "
+        f"`{update}` and commit the file (or pass --perfsuite-allow-missing-exact)",
+    )
+
+
 def check_exact(
-    expected: Mapping[str, Any] | None, head: Result, test_id: str, source: str, update: str = UPDATE_HINT
+    expected: Mapping[str, Any] | None,
+    head: Result,
+    test_id: str,
+    source: str,
+    update: str = UPDATE_HINT,
+    breakdown: Mapping[str, Mapping[str, Any]] | None = None,
+    allow_missing: bool = False,
 ) -> list[Verdict]:
     """Head's exact metrics against the committed expected values: any difference fails, both ways.
 
     An improvement fails too (as changed), so the committed file always says
-    what the code does; the message names the command that rewrites it.
+    what the code does; the message names the command that rewrites it, and,
+    where the file keeps a breakdown, what moved (``aten::copy_ 2 -> 6``).
     """
     if expected is None:
-        return [
-            Verdict(
-                test_id,
-                "exact",
-                None,
-                None,
-                None,
-                Outcome.NEW,
-                f"no committed exact values for this test in {source}; record them with `{update}`",
-            )
-        ]
+        return [missing_verdict(test_id, source, update, allow_missing)]
     verdicts: list[Verdict] = []
     actual = exact_values(head)
+    parts = breakdown or {}
     for name in [n for n in registry.names() if n in expected or n in actual]:
         spec = registry.get(name)
         want, got = expected.get(name, "<absent>"), actual.get(name, "<absent>")
@@ -190,8 +359,23 @@ def check_exact(
                 f"{name} is {format_value(got)} but {source} says {format_value(want)}; "
                 f"if that is intended, update it: `{update}`",
             )
+        elif check_value(name, got):
+            verdict = Verdict(
+                test_id,
+                name,
+                want,
+                None,
+                None,
+                Outcome.FAIL,
+                f"{name} measured {got!r:.60}, which no count can be ({check_value(name, got)}); {source} says "
+                f"{format_value(want)}",
+            )
         else:
             outcome = direction(spec, want, got)
+            message = f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})"
+            if outcome is not Outcome.UNCHANGED and name in parts:
+                moved = movers({"by": parts[name]}, head.metric(name).detail)
+                message += f": {moved}" if moved else ""
             verdict = Verdict(
                 test_id,
                 name,
@@ -199,7 +383,7 @@ def check_exact(
                 got,
                 None if spec.kind in ("label", "flag") else value_ratio(want, got),
                 outcome,
-                f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})",
+                message,
             )
             if outcome is Outcome.IMPROVED:
                 verdict = replace(

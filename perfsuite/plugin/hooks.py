@@ -10,6 +10,7 @@ Session state lives in ``config.stash``. User docs: docs/plugin.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,8 +34,15 @@ class PerfState:
     """Per-session state, kept in ``config.stash[STATE]``."""
 
     settings: settings_mod.Settings
+    root: Path = field(default_factory=Path.cwd)  # test ids are relative to it (perfsuite.plugin.invocation)
+    update_command: str = "pytest --perfsuite-update-exact"
     pending: dict[str, list[Recorded]] = field(default_factory=dict)
     reports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    collected: set[str] = field(default_factory=set)  # result ids of every collected test, before -k/-m
+    partial_files: set[str] = field(default_factory=set)  # files selected by node id (file.py::test): not whole
+    children: dict[str, set[int]] = field(default_factory=dict)  # node id -> child pids alive when it started
+    interrupts_before: int = 0  # Ctrl-Cs the process had seen when this session started (sessions can nest)
     _session: PerfSession | None = None
     _device: str | None = None
     # Set by a tool that takes over the runs (perfsuite doctor on a test id, perfsuite.plugin.capture): each
@@ -51,7 +59,7 @@ class PerfState:
         if self._session is None:
             from perfsuite.plugin.session import PerfSession
 
-            self._session = PerfSession(self.settings)
+            self._session = PerfSession(self.settings, self.update_command)
         return self._session
 
     def device(self) -> str:
@@ -93,10 +101,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfsuite.core.options import pytest_options
 
     cli = {o.name: opt(o.flag) for o in pytest_options()}
+    from perfsuite.plugin import invocation
+
+    root = invocation.project_root(config)
     try:
-        resolved = settings_mod.resolve(
-            cli, settings_mod.read_pyproject(config.rootpath), config.rootpath, config.invocation_params.dir
-        )
+        resolved = settings_mod.resolve(cli, settings_mod.read_pyproject(root), root, config.invocation_params.dir)
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     try:
@@ -114,7 +123,15 @@ def pytest_configure(config: pytest.Config) -> None:
             "nothing could be compared; pass --perfsuite-baselines DIR with the committed baselines, or record "
             "them first (--perfsuite-update-exact for exact values, --perfsuite-save for timings)"
         )
-    config.stash[STATE] = PerfState(resolved)
+    state = PerfState(resolved, root, invocation.update_command(config))
+    note = invocation.rootdir_note(config, root)
+    if note:
+        state.notes.append(note)
+    config.stash[STATE] = state
+    from perfsuite.harness import interrupts
+
+    interrupts.GUARD.install()  # a Ctrl-C swallowed by a __del__ or an at-fork hook still stops the session
+    state.interrupts_before = interrupts.GUARD.received
     from perfsuite.plugin import xdist
 
     try:
@@ -123,6 +140,25 @@ def pytest_configure(config: pytest.Config) -> None:
         xdist.assign_worker_gpu(config, gpus)
     except PerfsuiteError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(STATE, None) is not None:
+        from perfsuite.harness import interrupts
+
+        interrupts.GUARD.uninstall()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Remember every collected test before -k/-m deselect any: the committed entries of tests that are
+    gone (stale) are those of collected files that no longer hold them."""
+    state = config.stash.get(STATE, None)
+    if state is not None:
+        from perfsuite.plugin.invocation import partly_selected_files, result_nodeid
+
+        state.collected |= {result_nodeid(item.nodeid, getattr(item, "path", None), state.root) for item in items}
+        state.partial_files |= partly_selected_files(config, state.root)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -163,14 +199,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     try:
         parse_thresholds(marker_bounds(item))
     except PerfsuiteError as exc:
-        pytest.fail(f"perfsuite: {exc}", pytrace=False)
+        message = f"perfsuite: {exc}"
+    else:
+        return
+    pytest.fail(message, pytrace=False)  # outside the except: no "During handling of the above exception"
 
 
 class PerfRun:
     """The ``perf_run`` fixture's value: call it to run a workload and get its Result."""
 
-    def __init__(self, state: PerfState, node: pytest.Item, benchmark: Any) -> None:
-        self._state, self._node, self._benchmark = state, node, benchmark
+    def __init__(self, state: PerfState, node: pytest.Item, request: pytest.FixtureRequest | None = None) -> None:
+        self._state, self._node, self._request = state, node, request
+        self._benchmark: Any = None
         self._ids: set[str] = set()
 
     @property
@@ -194,13 +234,17 @@ class PerfRun:
         probes: Any = None,
         mutate: Any = None,
         target_samples_per_s: float | None = None,
+        nproc_per_node: int = 1,
+        scaling_rounds: int = 0,
+        share_gpus: bool = False,
         **knobs: Any,
     ) -> Result:
         """Run ``workload`` with flat knobs; return its Result.
 
         ``workload`` is a registered name, a Workload instance, a user's
-        :class:`perfsuite.Job`, or a job factory ``factory(device) -> Job``
-        (called with the session's device). For a Job, loader knobs given here
+        :class:`perfsuite.Job`, a user's training script
+        (``perfsuite.Script(["train.py", ...])``, run unchanged), or a job
+        factory ``factory(device) -> Job`` (called with the session's device). For a Job, loader knobs given here
         are checked against the user's DataLoader (or applied, when the Job
         hands perfsuite a dataset) and step knobs are refused: perfsuite does
         not change a user's step. ``mutate(pipeline_or_job)`` changes what was
@@ -214,9 +258,16 @@ class PerfRun:
         (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
         it from the marker's thresholds. A knob this device cannot run
         (amp='fp16' on a CPU) skips the test with the reason.
+
+        ``nproc_per_node=N`` runs it on N ranks through torchrun (DDP; a job
+        factory and ``mutate`` must then be module-level functions, which each
+        rank imports) and returns the merged Result, each rank's figures in
+        ``Result.ranks``; ``scaling_rounds=R`` adds scaling_efficiency from R
+        interleaved one-rank and N-rank launches (docs/distributed.md).
         """
         from perfsuite.core.knobs import Knobs
-        from perfsuite.errors import DeviceError, RunTimeout
+        from perfsuite.core.options import period_steps
+        from perfsuite.errors import DatasetError, DeviceError, RankError, RunTimeout, ScriptError
         from perfsuite.harness.runner import RunSpec, run
         from perfsuite.jobs.registry import is_job_target
         from perfsuite.plugin.session import Recorded
@@ -224,6 +275,7 @@ class PerfRun:
         s = self._state.settings
         result_id = self._result_id(label)
         n_steps, n_warmup, n_observe = s.run_lengths(steps, warmup)
+        n_period = period_steps(s.period_steps, s.observe_steps)
         mutations = [m for m in (settings_mod.fault_mutation(s.inject), mutate) if m is not None]
 
         def combined_mutation(built: Any) -> None:
@@ -231,6 +283,7 @@ class PerfRun:
                 mutation(built)
 
         combined = combined_mutation if mutations else None
+        knobs.update(s.knobs)  # --perfsuite-knob: loader knobs over the test's own (how perfsuite tune runs a test)
         if is_job_target(workload):
             if s.inject:
                 raise PerfsuiteError(
@@ -248,6 +301,7 @@ class PerfRun:
                 job_knobs=knobs,
                 watchdog=s.watchdog_config(),
                 target_samples_per_s=target_samples_per_s,
+                period_steps=n_period,
             )
         else:
             knobs.setdefault("device", self._state.device())
@@ -262,26 +316,59 @@ class PerfRun:
                 mutate=combined,
                 watchdog=s.watchdog_config(),
                 target_samples_per_s=target_samples_per_s,
+                period_steps=n_period,
             )  # mutate: faults in the step's code
         if self._state.capture is not None:
             return self._state.capture(spec, result_id)
+        failure = None
         try:
-            result = run(spec, probes)
+            if nproc_per_node > 1 or scaling_rounds:
+                result = self._distributed(spec, mutate, nproc_per_node, scaling_rounds, share_gpus, probes)
+            else:
+                result = run(spec, probes)
+        except ScriptError as exc:  # a user's script that raised or ended early: its own traceback, not ours
+            failure = f"perfsuite: {exc.script_traceback}{exc}"
         except DeviceError as exc:
             pytest.skip(f"perfsuite: {exc}")
-        except RunTimeout as exc:  # a hung worker, __getitem__ or step: fail this test, the session goes on
-            pytest.fail(f"perfsuite: {exc}", pytrace=False)
-        if s.inject:
+        except (RunTimeout, RankError, DatasetError) as exc:  # a hang, a failed rank, a damaged cache: this test fails
+            failure = f"perfsuite: {exc}"
+        except OSError as exc:  # a path perfsuite writes (the dataset cache): one line, not a traceback
+            failure = f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+        if failure is not None:  # outside the except block: no "during handling" chain in the report
+            pytest.fail(failure, pytrace=False)
+        if s.inject or s.knobs:
             import dataclasses
 
-            result = dataclasses.replace(result, notes=(*result.notes, f"injected fault: {', '.join(s.inject)}"))
+            notes = [f"injected fault: {', '.join(s.inject)}"] if s.inject else []
+            if s.knobs:
+                notes.append(
+                    "loader knobs set by --perfsuite-knob: " + ", ".join(f"{k}={v}" for k, v in s.knobs.items())
+                )
+            result = dataclasses.replace(result, notes=(*result.notes, *notes))
         first = not self._state.pending.get(self._node.nodeid)
         self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
         self._to_benchmark(result_id, result, first)
         return result
 
+    def _distributed(self, spec: Any, mutate: Any, nproc: int, rounds: int, share_gpus: bool, probes: Any) -> Result:
+        """The run on ``nproc`` ranks: injected faults travel by name, ``mutate`` by its module and name."""
+        import dataclasses
+
+        from perfsuite.harness.distributed import scaling
+        from perfsuite.harness.faults import get_fault
+
+        if probes is not None:
+            raise PerfsuiteError(
+                "perf_run(probes=...) with nproc_per_node > 1: each rank runs every probe perfsuite has (and the "
+                "rank probe); drop probes= or run on one rank"
+            )
+        faults = [n for n in self._state.settings.inject if get_fault(n).mutation is not None]
+        return scaling(dataclasses.replace(spec, mutate=mutate), nproc, rounds, faults=faults, share_gpus=share_gpus)
+
     def _result_id(self, label: str | None) -> str:
-        nodeid = self._node.nodeid
+        from perfsuite.plugin.invocation import result_nodeid
+
+        nodeid = result_nodeid(self._node.nodeid, getattr(self._node, "path", None), self._state.root)
         n = len(self._ids) + 1
         result_id = f"{nodeid}#{label}" if label else (nodeid if n == 1 else f"{nodeid}#{n}")
         if result_id in self._ids:
@@ -297,6 +384,11 @@ class PerfRun:
         ``_make_stats``; tests/plugin checks the saved JSON so an upgrade that
         changes it fails loudly there.
         """
+        # Asked for here, not when the fixture is set up: a test that skips before its first run then never
+        # holds an unused benchmark fixture (pytest-benchmark warns about those)
+        request = self._request
+        if self._benchmark is None and request is not None and request.config.pluginmanager.hasplugin("benchmark"):
+            self._benchmark = request.getfixturevalue("benchmark")
         bench = self._benchmark
         if bench is None:  # pytest-benchmark is not active
             return
@@ -331,8 +423,39 @@ def perf_run(request: pytest.FixtureRequest) -> PerfRun:
     With pytest-benchmark active, Results also go into its ``benchmark`` fixture; without it
     (not installed, or ``-p no:benchmark``) perfsuite runs and judges just the same.
     """
-    benchmark = request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
-    return PerfRun(request.config.stash[STATE], request.node, benchmark)
+    state = request.config.stash[STATE]
+    state.children.setdefault(request.node.nodeid, _child_pids())
+    return PerfRun(state, request.node, request)
+
+
+def _child_pids() -> set[int]:
+    import multiprocessing
+
+    return {p.pid for p in multiprocessing.active_children() if p.pid is not None}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """No worker outlives its test: the runner stops its workers itself; anything it missed is stopped here."""
+    state = item.config.stash.get(STATE, None)
+    if state is None or item.nodeid not in state.children:
+        return
+    import multiprocessing
+
+    before = state.children.pop(item.nodeid)
+    left = [p for p in multiprocessing.active_children() if p.pid not in before]
+    for proc in left:
+        proc.terminate()
+    for proc in left:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
+    if left:
+        state.session.problems.append(
+            f"{item.nodeid}: {len(left)} worker process(es) were still running after the test "
+            f"(pids {', '.join(str(p.pid) for p in left)}); perfsuite stopped them"
+        )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -354,6 +477,9 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
                 pytrace=False,
             )
         return outcome
+    from perfsuite.harness import interrupts
+
+    interrupts.check()  # a Ctrl-C swallowed during the test (a __del__, an at-fork hook) stops the session here
     judgement = state.session.judge(records, bounds, item.name, item.nodeid)
     funcargs = getattr(item, "funcargs", {})
     bench = getattr(funcargs.get("perf_run"), "_benchmark", None) or funcargs.get("benchmark")
@@ -367,28 +493,89 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     return outcome
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write the committed exact values if asked, and the report files that were asked for."""
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    """Between tests: a Ctrl-C that something swallowed stops the session now (exit 2, reports marked partial)."""
+    from perfsuite.harness import interrupts
+
+    if interrupts.GUARD.installed:
+        interrupts.check()
+
+
+def _cut_short(session: pytest.Session, exitstatus: Any) -> str | None:
+    """Why the session did not run all it selected (an interrupt, -x/--maxfail), or None."""
+    from perfsuite.harness import interrupts
+
+    state = session.config.stash[STATE]
+    if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED) or interrupts.GUARD.received > state.interrupts_before:
+        perf = state._session
+        return "interrupted (Ctrl-C)" + (f" after {len(perf.results)} result(s)" if perf is not None else "")
+    if session.shouldstop:
+        return f"stopped early: {session.shouldstop}"
+    if session.shouldfail:
+        return f"stopped early: {session.shouldfail}"
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+    """Write the committed exact values if asked (never after an interrupt), and the report files asked for,
+    marked partial when the session was cut short."""
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
     from perfsuite.plugin import xdist
 
+    reason = _cut_short(session, exitstatus)
+    if reason and reason.startswith("interrupted") and int(session.exitstatus) == 0:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # a Ctrl-C that was swallowed must not end in success
+    if state._session is not None:
+        if reason and reason.startswith("interrupted"):
+            state._session.interrupted = reason
+        state._session.find_stale(state.collected, state.root, state.partial_files)
     if xdist.is_worker(session.config):  # the controller gathers every worker's part and writes the reports
         xdist.send_to_controller(session.config, state._session)
         return
-    if not state.judged:
+    if not state.judged and not reason:
         return
     s, perf = state.settings, state.session
+    reason = reason or perf.interrupted
+    if reason and reason.startswith("interrupted"):
+        perf.interrupted = reason
+    from perfsuite.harness import interrupts
+
+    with interrupts.GUARD.deferred():  # a Ctrl-C now lets every file be written whole
+        failed = _write_outputs(state, perf, s, reason)
+    if interrupts.GUARD.pending:  # pressed while writing: the files are whole; the exit status says it
+        interrupts.GUARD.delivered()
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    if failed and int(session.exitstatus) == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_outputs(state: PerfState, perf: PerfSession, s: settings_mod.Settings, reason: str | None) -> bool:
+    """The exact files and reports; True when one could not be written (said in one line each)."""
     from perfsuite.core.tmpfiles import write_text_atomic
     from perfsuite.report import verdicts as report
 
-    for written in perf.finish():
-        state.reports.append(f"wrote exact baselines {written}")
+    failed = False
+    try:
+        for written in perf.finish():
+            state.reports.append(f"wrote exact baselines {written}")
+    except OSError as exc:
+        failed = True
+        perf.problems.append(
+            f"could not write the exact baselines: {exc.strerror or exc} ({exc.filename}); free space or make "
+            "--perfsuite-exact-dir writable, then run again"
+        )
+    if perf.interrupted and s.update_exact:
+        state.reports.append("did not rewrite the exact baselines: the session was interrupted")
     for path, render in ((s.report_md, report.format_markdown), (s.report_json, report.to_json)):
         if path is not None:
-            write_text_atomic(path, render(perf.verdicts))
-            state.reports.append(f"wrote {path}")
+            try:
+                write_text_atomic(path, render(perf.verdicts, partial=reason, problems=perf.problems))
+                state.reports.append(f"wrote {path}" + (" (marked partial)" if reason else ""))
+            except OSError as exc:
+                failed = True
+                perf.problems.append(f"could not write {path}: {exc.strerror or exc}; pass a writable path")
     if s.png is not None:
         try:
             s.png.parent.mkdir(parents=True, exist_ok=True)
@@ -396,6 +583,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.reports.append(f"wrote {s.png}")
         except ImportError:
             state.reports.append(f"did not write {s.png}: the chart needs matplotlib (pip install perfsuite[charts])")
+        except OSError as exc:
+            failed = True
+            perf.problems.append(f"could not write {s.png}: {exc.strerror or exc}; pass a writable path")
+    return failed
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -440,18 +631,51 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line("")
     if perf.results:
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
+        for line in summary.format_notes(perf.results):
+            tr.write_line(line)
         note = summary.oversubscription_note(perf.results)
         if note:
             tr.write_line(note)
         tr.write_line("")
+        from perfsuite.report.ranks import format_ranks
+
+        for rid, result in perf.results.items():
+            if result.ranks:
+                tr.write_line(f"{rid}:\n{format_ranks(result)}\n")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
-    tr.write_line(f"perfsuite: {report.summary_line(perf.verdicts)} ({len(perf.results)} results){tail}")
-    if state.settings.compare:
-        sources = sorted({store.display for store in perf.exact.values() if store.loaded})
+    line = report.summary_line(perf.verdicts, errors=len(perf.problems))
+    tr.write_line(f"perfsuite: {line} ({len(perf.results)} results){tail}")
+    s = state.settings
+    if perf.interrupted:
         tr.write_line(
-            f"perfsuite: {summary.gate_line(perf.exact_counts, perf.exact_failed, len(perf.timing_new), sources)}"
+            f"perfsuite: PARTIAL: the session was {perf.interrupted}; the figures above cover only what ran", red=True
         )
+    if s.compare:
+        absent = sorted(str(store.path) for store in perf.exact.values() if not store.loaded and not s.update_exact)
+        gate = summary.gate_line(
+            perf.exact_counts,
+            perf.exact_failed,
+            len(perf.timing_new),
+            perf.exact_sources,
+            missing=len(perf.exact_missing),
+            missing_allowed=s.allow_missing_exact,
+            absent_files=absent,
+        )
+        tr.write_line(f"perfsuite: {gate}")
+        if perf.exact_missing or absent:
+            tr.write_line(f"perfsuite: record the exact values with `{state.update_command}`")
+    for key, gone in sorted(perf.stale.items()):
+        store = perf.exact.get(key)
+        where = store.display if store is not None else key
+        action = "removed from" if s.update_exact and not perf.interrupted else "still in"
+        tr.write_line(
+            f"perfsuite: {len(gone)} stale entr{'y' if len(gone) == 1 else 'ies'} {action} {where} (tests that no "
+            f"longer exist): {', '.join(gone[:5])}{', ...' if len(gone) > 5 else ''}"
+            + ("" if s.update_exact else f"; `{state.update_command}` removes them")
+        )
+    for note in state.notes:
+        tr.write_line(f"perfsuite: note: {note}")
     for v in perf.verdicts:
         if v.outcome is Outcome.UNAVAILABLE:
             tr.write_line(f"unavailable: {v.test_id}: {v.message}")

@@ -50,11 +50,14 @@ class Settings:
     steps: int | None = None
     warmup: int | None = None
     observe_steps: int | None = None
+    period_steps: int | None = None
     baselines: Path = Path("baselines")
     baseline_runs: int = 1
     save: bool = False
     compare: bool = False
     update_exact: bool = False
+    exact_dir: Path = Path("baselines/exact")
+    allow_missing_exact: bool = False
     force: bool = False
     factor: float = DEFAULT_FACTOR
     alpha: float = DEFAULT_ALPHA
@@ -62,6 +65,7 @@ class Settings:
     report_json: Path | None = None
     png: Path | None = None
     inject: tuple[str, ...] = ()
+    knobs: Mapping[str, Any] = field(default_factory=dict)  # --perfsuite-knob: loader knobs over every test's own
     thresholds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     worker_gpus: str = "auto"
     loader_timeout: float = options.DEFAULT_LOADER_TIMEOUT_S
@@ -155,10 +159,13 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         steps=pick("steps")[0],
         warmup=pick("warmup")[0],
         observe_steps=pick("observe_steps")[0],
+        period_steps=pick("period_steps")[0],
         baselines=path("baselines", "baselines") or Path("baselines"),
         save=bool(cli.get("save")),
         compare=bool(cli.get("compare")),
         update_exact=bool(cli.get("update_exact")),
+        exact_dir=path("exact_dir", options.BY_NAME["exact_dir"].default) or Path("baselines/exact"),
+        allow_missing_exact=bool(pick("allow_missing_exact", False)[0]),
         force=bool(pick("force", False)[0]),
         factor=factor,
         alpha=alpha,
@@ -166,6 +173,7 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         report_json=path("report_json"),
         png=path("png"),
         inject=(inject,) if isinstance(inject, str) else tuple(inject),
+        knobs=parse_knob_overrides(cli.get("knob") or ()),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
         worker_gpus=str(pick("worker_gpus", "auto")[0]),
         baseline_runs=int(pick("baseline_runs", 1)[0]),
@@ -210,6 +218,50 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
+# The loader knobs --perfsuite-knob may set, and how each value is written.
+_KNOB_KINDS = {
+    "num_workers": "int",
+    "batch_size": "int",
+    "prefetch_factor": "int or none",
+    "pin_memory": "bool",
+    "persistent_workers": "bool",
+    "drop_last": "bool",
+}
+
+
+def parse_knob_overrides(items: Any) -> dict[str, Any]:
+    """``["num_workers=4", "pin_memory=true"]`` -> ``{"num_workers": 4, "pin_memory": True}``.
+
+    Only loader knobs: they are the ones a user's Job can have set for it (perfsuite.jobs.contract.bind), and
+    the ones perfsuite tune searches. Values are checked here; the knob's own rules (prefetch_factor needs
+    workers) are checked when the run's knobs are built.
+    """
+    out: dict[str, Any] = {}
+    for item in [items] if isinstance(items, str) else list(items):
+        name, sep, text = str(item).partition("=")
+        name, text = name.strip(), text.strip().lower()
+        if not sep or name not in _KNOB_KINDS:
+            raise PerfsuiteError(
+                f"--perfsuite-knob {item!r}: write NAME=VALUE with NAME one of {', '.join(_KNOB_KINDS)}, "
+                "e.g. --perfsuite-knob num_workers=4"
+            )
+        kind = _KNOB_KINDS[name]
+        if kind == "bool" and text in ("true", "false"):
+            out[name] = text == "true"
+        elif kind != "bool" and text.isdigit():
+            out[name] = int(text)
+        elif kind == "int or none" and text in ("none", "default"):
+            out[name] = None
+        else:
+            raise PerfsuiteError(f"--perfsuite-knob {item!r}: {name} takes {kind.replace('bool', 'true or false')}")
+    return out
+
+
+# A machine or per-test thresholds table may hold the loader knobs perfsuite tune chose, under this key: they are
+# not bounds, but when a bound fails the failure names each knob the run no longer has (perfsuite.judge.causes).
+TUNED_KEY = "tuned"
+
+
 def _check_threshold_tables(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     for machine, table in tables.items():
         if not isinstance(table, dict):
@@ -217,6 +269,16 @@ def _check_threshold_tables(tables: Mapping[str, Any]) -> dict[str, dict[str, An
                 f"[tool.perfsuite.thresholds] {machine} = {table!r} must be a table of bounds, e.g. "
                 f'[tool.perfsuite.thresholds."{machine}"] then min_gpu_util = 0.85'
             )
+        for key, value in table.items():
+            for name, tuned in [(key, value)] + (list(value.items()) if isinstance(value, dict) else []):
+                if name == TUNED_KEY and not (
+                    isinstance(tuned, dict) and all(isinstance(v, (bool, int, float, str)) for v in tuned.values())
+                ):
+                    raise PerfsuiteError(
+                        f"[tool.perfsuite.thresholds.{machine}] {TUNED_KEY} = {tuned!r} must be a table of knob "
+                        "values, e.g. tuned = {{ num_workers = 4, persistent_workers = true }} (perfsuite tune "
+                        "writes it)"
+                    )
     return {machine: dict(table) for machine, table in tables.items()}
 
 
@@ -236,13 +298,24 @@ def machine_thresholds(settings: Settings, machine: str, test_name: str, nodeid:
     test's name or node id. Tables are applied in file order, so of two
     matching machine patterns the later one wins.
     """
+    bounds = _machine_entries(settings, machine, test_name, nodeid)
+    bounds.pop(TUNED_KEY, None)
+    return bounds
+
+
+def machine_tuned(settings: Settings, machine: str, test_name: str, nodeid: str) -> dict[str, Any]:
+    """The knobs perfsuite tune chose for this machine class and test (the ``tuned`` table); {} if none."""
+    return dict(_machine_entries(settings, machine, test_name, nodeid).get(TUNED_KEY) or {})
+
+
+def _machine_entries(settings: Settings, machine: str, test_name: str, nodeid: str) -> dict[str, Any]:
     bounds: dict[str, Any] = {}
     per_test: dict[str, Any] = {}
     for pattern, table in settings.thresholds.items():
         if not _matches(pattern, machine):
             continue
         for key, value in table.items():
-            if isinstance(value, dict):
+            if isinstance(value, dict) and key != TUNED_KEY:
                 if _matches(key, test_name) or _matches(key, nodeid):
                     per_test.update(value)
             else:
@@ -256,7 +329,8 @@ def all_threshold_bounds(settings: Settings) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for table in settings.thresholds.values():
         for key, value in table.items():
-            found.update(value if isinstance(value, dict) else {key: value})
+            found.update(value if isinstance(value, dict) and key != TUNED_KEY else {key: value})
+    found.pop(TUNED_KEY, None)
     return found
 
 

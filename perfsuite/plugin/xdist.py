@@ -141,11 +141,28 @@ def worker_payload(perf: PerfSession | None) -> dict[str, Any]:
     """What a worker sends to the controller: JSON-safe, as xdist's channel wants."""
     if perf is None:
         return {"results": {}, "verdicts": [], "problems": [], "saved": []}
+    recorded = {
+        key: {
+            "tests": {rid: perf.exact[key].tests[rid] for rid in rids if rid in perf.exact[key].tests},
+            "breakdown": {rid: perf.exact[key].breakdown[rid] for rid in rids if rid in perf.exact[key].breakdown},
+        }
+        for key, rids in perf.recorded.items()
+    }
     return {
         "results": {rid: result.to_dict() for rid, result in perf.results.items()},
         "verdicts": [v.to_dict() for v in perf.verdicts],
         "problems": list(perf.problems),
         "saved": [str(p) for p in perf.saved],
+        # the exact gate's counts, so the controller's gate line adds up every worker's checks
+        "exact_counts": {rid: list(c) for rid, c in perf.exact_counts.items()},
+        "exact_sources": dict(perf.exact_sources),
+        "exact_missing": list(perf.exact_missing),
+        "exact_failed": perf.exact_failed,
+        "timing_new": list(perf.timing_new),
+        "exact_loaded": {key: str(store.path) for key, store in perf.exact.items() if store.loaded},
+        "exact_recorded": recorded,  # --perfsuite-update-exact: the controller writes the file once
+        "stale": {key: list(ids) for key, ids in perf.stale.items()},
+        "interrupted": perf.interrupted,
     }
 
 
@@ -179,3 +196,27 @@ def merge_worker_part(perf: PerfSession, part: Mapping[str, Any]) -> None:
     perf.verdicts += [Verdict.from_dict(v) for v in part.get("verdicts", [])]
     perf.problems += list(part.get("problems", []))
     perf.saved += [Path(p) for p in part.get("saved", [])]
+    perf.exact_counts.update({rid: (int(c[0]), int(c[1])) for rid, c in part.get("exact_counts", {}).items()})
+    perf.exact_sources.update(part.get("exact_sources", {}))
+    perf.exact_missing += list(part.get("exact_missing", []))
+    perf.exact_failed += int(part.get("exact_failed", 0))
+    perf.timing_new += list(part.get("timing_new", []))
+    perf.interrupted = perf.interrupted or part.get("interrupted")
+    from perfsuite.errors import BaselineError
+
+    keys = set(part.get("exact_loaded", {})) | set(part.get("exact_recorded", {})) | set(part.get("stale", {}))
+    for key in sorted(keys):
+        try:
+            store = perf.exact_store_for(key)
+        except BaselineError:  # a damaged file: each worker already failed its tests with the message
+            continue
+        recorded = part.get("exact_recorded", {}).get(key, {})
+        breakdown = recorded.get("breakdown", {})
+        for rid, values in recorded.get("tests", {}).items():
+            store.record(rid, values, breakdown.get(rid))
+            perf.recorded.setdefault(key, []).append(rid)
+        stale = part.get("stale", {}).get(key, [])
+        if stale:
+            perf.stale[key] = sorted(set(perf.stale.get(key, [])) | set(stale))
+            if perf.settings.update_exact and not perf.interrupted:
+                store.remove(stale)

@@ -11,6 +11,14 @@ run before the window. ``start()``/``stop()`` may only start passive
 samplers (threads reading NVML or /proc); the runner refuses a window in
 which a probe left a torch function or dispatch mode active. Deterministic
 signals are counted exactly on steps that do the same work as the window's.
+
+Before the observed steps, a *period scan* may run (perfsuite.harness.observation):
+only probes that declare ``scans`` watch those steps, through ``scan()``,
+cheaply, and report work that recurs every N steps through ``periodic()``;
+the observed steps then skip the steps predicted to carry it. A probe never
+registers a global hook (``torch.nn.modules.module.register_module_forward_hook``
+and the like): under one, ``torch.compile(module)`` warns at the user's call
+and fires hooks twice. Hooks go on the run's own modules, in observed steps only.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ class RunContext:
     observe_steps: int
     job: BoundJob | None = None  # the job being run (every run is one; perfsuite.jobs.contract)
     batches: Any = None  # the runner's BatchStream: the loader iterator it holds now (its worker processes)
+    shared: dict[str, Any] = field(default_factory=dict)  # what probes of one run share (probes.residency)
 
 
 @dataclass
@@ -69,6 +78,7 @@ class WindowTimings:
     epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
     fetch_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time inside next(loader), per step
     epoch_fetch_cpu_ms: list[float] = field(default_factory=list)  # that CPU time, for the fetches that began an epoch
+    step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
 
     @property
     def wall_s(self) -> float:
@@ -103,6 +113,22 @@ class Probe:
     def observe(self) -> AbstractContextManager[Any]:
         """A context around each observed step, after the window: the only place to instrument."""
         return contextlib.nullcontext()
+
+    #: Watches the period scan: steps after the window, before the observed ones, in which only cheap
+    #: instrumentation looks for work done every N steps (see perfsuite.harness.observation).
+    scans: bool = False
+
+    def scan(self) -> AbstractContextManager[Any]:
+        """A context around each period-scan step (only called when ``scans`` is True)."""
+        return contextlib.nullcontext()
+
+    def periodic(self) -> list[tuple[int, int]]:
+        """Periodic work seen in the scan, as (period, offset): scan step k carries it when k % period == offset."""
+        return []
+
+    def notes(self) -> list[str]:
+        """Where a figure of this run can mislead, for Result.notes (e.g. non_blocking copies on a CPU run)."""
+        return []
 
     def finish(self) -> None:
         """After the observed steps, or when the run failed: release what observe() set up."""

@@ -53,9 +53,12 @@ class CompileProbe(Probe):
         self._graphs0 = 0
         self._result: dict[str, Any] | None = None
         self._before_window: set[int] | None = None
+        self._users = False
 
     def setup(self, ctx: RunContext) -> None:
         self._mode = ctx.knobs.step.compile
+        job = getattr(ctx, "job", None)
+        self._users = job is not None and not job.reference  # its compile setting is in its code, not a knob
         self._result = None
         self._before_window = None
         self._seen, self._breaks0, self._graphs0 = set(), Counter(), 0
@@ -101,11 +104,12 @@ class CompileProbe(Probe):
         self.stop()
         res = self._result or {}
         if not res.get("frames"):
-            why = (
-                "compile=None: nothing compiled"
-                if self._mode is None
-                else f"compile={self._mode!r} but torch.compile compiled no frame in this run"
-            )
+            if self._users:
+                why = "nothing was compiled: no torch.compile'd function or module ran in this run"
+            elif self._mode is None:
+                why = "compile=None: nothing compiled"
+            else:
+                why = f"compile={self._mode!r} but torch.compile compiled no frame in this run"
             return [Metric.unavailable(name, why) for name in NAMES]
         frames = res["frames"]
         breaks: Counter[str] = res["breaks"]

@@ -7,20 +7,29 @@ where its time cost drowns in a CPU runner's noise:
   sees each operation once, after autograd), with counts by operation name
   in ``detail["by"]`` so a regression names its top movers (an NCHW model fed
   a channels_last input pays a layout copy before every convolution).
-* h2d_bytes_per_step: bytes the step's own code moves host->device with
-  ``Tensor.to(device)``/``.cuda()``/``copy_``, by dtype in ``detail["by"]``.
-  Masks shipped as int64 instead of uint8 copy 8x the bytes. On a CPU run the
-  same calls are counted (a CPU tensor ``.to`` the run's device): they are the
-  copies a GPU run makes; calls issued inside torch itself are not the step's.
-  A ``.to("cpu")`` that reads back a CPU tensor is counted there too; on CUDA
-  only real CPU->CUDA copies count.
-* flops_per_step: ``torch.utils.flop_counter.FlopCounterMode``'s total.
+* h2d_bytes_per_step: bytes the step's own code moves host->device, by dtype
+  in ``detail["by"]``: ``Tensor.to(device)``/``.cuda()`` of a host tensor,
+  ``copy_`` of a host tensor into a device tensor, and ``torch.tensor``/
+  ``torch.as_tensor``/``torch.asarray`` given ``device=`` (the data comes from
+  the host). Masks shipped as int64 instead of uint8 copy 8x the bytes.
+  Factories that only allocate (``torch.zeros(n, device=d)``) copy no host data
+  and are not counted; nor are copies that stay on the host (``.to(float32)``,
+  a read-back ``.cpu()``) or calls issued inside torch itself. On a CPU run
+  "host" and "device" are where a GPU run would hold each tensor
+  (:mod:`perfsuite.probes.residency`), so the count is the GPU run's.
+* flops_per_step: floating-point operations, from torch's own formulas
+  (``torch.utils.flop_counter.flop_registry``) applied per dispatched op. Not
+  ``FlopCounterMode``: it registers *global* module hooks, under which
+  ``torch.compile(module)`` warns at the user's ``model(x)`` and fires hooks
+  twice; this probe registers no global hook.
 * input_format: the dtype and memory format of the model's first input and
   of its parameters, e.g. ``input float32 channels_last; params float32
   contiguous``. Any change is reported (float64 inputs, a layout mismatch).
 
 Counting needs dispatch modes, so like every instrumenting probe this one
-only watches the observed steps, after the measured window.
+only watches the observed steps, after the measured window. A copy made with
+``non_blocking=True`` on a CPU run is a plain host copy: the probe says so in
+a note (a GPU run's overlap cannot show here).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import Any
 
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.residency import destination, residency_for
 
 
 def memory_format(t: Any) -> str:
@@ -56,6 +66,9 @@ def describe_format(x: Any, model: Any) -> str:
     )
 
 
+DATA_FACTORIES = ("tensor", "as_tensor", "asarray")  # torch functions that copy host data to the device given
+
+
 class CostProbe(Probe):
     """Counts ops, host->device bytes and FLOPs per observed step, and the model's input format."""
 
@@ -63,69 +76,84 @@ class CostProbe(Probe):
 
     def __init__(self) -> None:
         self._ctx: RunContext | None = None
+        self._residency: Any = None
         self._observed = 0
         self.ops: Counter[str] = Counter()
         self.h2d: Counter[str] = Counter()
         self.flops = 0
         self.formats: list[str] = []
-        self.flop_error: str | None = None
+        self.non_blocking = 0
 
     def setup(self, ctx: RunContext) -> None:
         self._ctx = ctx
-        self._observed, self.flops, self.flop_error = 0, 0, None
+        self._residency = residency_for(ctx)
+        self._observed, self.flops, self.non_blocking = 0, 0, 0
         self.ops, self.h2d, self.formats = Counter(), Counter(), []
 
     def _modes(self) -> tuple[Any, Any]:
         import torch
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
 
-        from perfsuite.probes.syncs import _Sites
+        from perfsuite.probes.sites import Sites
 
         assert self._ctx is not None
-        probe, sites = self, _Sites()
-        run_device = torch.device(self._ctx.device)
-        on_cuda = run_device.type == "cuda"
+        probe, sites, residency = self, Sites(), self._residency
+        factories = {getattr(torch, name) for name in DATA_FACTORIES if hasattr(torch, name)}
 
-        def moved(src: Any, dst: Any) -> None:
-            if not isinstance(src, torch.Tensor) or src.device.type != "cpu" or dst is None:
-                return
-            if torch.device(dst).type != run_device.type:
-                return
-            if not sites.find(sys._getframe(2))[1]:  # issued inside torch, not by the step's code
-                return
-            probe.h2d[str(src.dtype).replace("torch.", "")] += src.numel() * src.element_size()
+        def count(tensor: Any) -> None:
+            probe.h2d[str(tensor.dtype).replace("torch.", "")] += tensor.numel() * tensor.element_size()
 
-        def destination(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            for arg in (*args[1:], kwargs.get("device")):
-                if isinstance(arg, (str, torch.device)):
-                    return arg
-                if isinstance(arg, torch.Tensor):
-                    return arg.device
-            return None
+        def from_step() -> bool:
+            return sites.find(sys._getframe(2))[1]  # issued by the step's code, not inside torch
 
         class CopyCount(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if func is torch.Tensor.to and args:
-                    moved(args[0], destination(args, kwargs))
-                elif func is torch.Tensor.cuda and args and on_cuda:
-                    moved(args[0], "cuda")
-                elif func is torch.Tensor.copy_ and len(args) > 1 and isinstance(args[0], torch.Tensor):
-                    moved(args[1], args[0].device if on_cuda else None)
-                return func(*args, **kwargs)
+                host: Any = None  # the host tensor this call copies to the device, if it does
+                if func in (torch.Tensor.to, torch.Tensor.cuda) and args and isinstance(args[0], torch.Tensor):
+                    dest = "cuda" if func is torch.Tensor.cuda else destination(args, kwargs)
+                    if dest is not None and residency.is_run_device(dest) and not residency.on_device(args[0]):
+                        host = args[0]
+                    if kwargs.get("non_blocking") and not residency.cuda:
+                        probe.non_blocking += 1
+                elif (
+                    func is torch.Tensor.copy_
+                    and len(args) > 1
+                    and isinstance(args[1], torch.Tensor)
+                    and residency.on_device(args[0])
+                    and not residency.on_device(args[1])
+                ):
+                    host = args[1]
+                out = func(*args, **kwargs)
+                if host is not None and from_step():
+                    count(host)
+                elif (
+                    func in factories
+                    and residency.is_run_device(kwargs.get("device", "meta"))
+                    and not (args and isinstance(args[0], torch.Tensor) and residency.on_device(args[0]))
+                    and isinstance(out, torch.Tensor)
+                    and from_step()
+                ):
+                    count(out)
+                return out
 
         class OpCount(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                probe.ops[func.overloadpacket.__name__] += 1
-                return func(*args, **(kwargs or {}))
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                packet = func.overloadpacket
+                probe.ops[packet.__name__] += 1
+                formula = flop_registry.get(packet)
+                if formula is not None:
+                    probe.flops += int(formula(*args, **kwargs, out_val=out))
+                return out
 
         return CopyCount(), OpCount()
 
     @contextlib.contextmanager
     def observe(self) -> Iterator[None]:
-        from torch.utils.flop_counter import FlopCounterMode
-
         assert self._ctx is not None
         model = getattr(self._ctx.pipeline, "model", None)
         hook = None
@@ -138,17 +166,24 @@ class CostProbe(Probe):
                 if first is not None and not self.formats[self._observed :]:
                     self.formats.append(describe_format(first, module))
 
-            hook = model.register_forward_pre_hook(record)
+            hook = model.register_forward_pre_hook(record)  # this module's own hook, for observed steps only
         copies, ops = self._modes()
-        flop_counter = FlopCounterMode(display=False)
         try:
-            with flop_counter, ops, copies:
+            with self._residency.tracking(), ops, copies:
                 yield
         finally:
             if hook is not None:
                 hook.remove()
-        self.flops += int(flop_counter.get_total_flops())
         self._observed += 1
+
+    def notes(self) -> list[str]:
+        if not self.non_blocking:
+            return []
+        return [
+            f"non_blocking=True on {self.non_blocking} copies per {self._observed} observed step(s) of a CPU run: "
+            "here they are plain host copies; on CUDA, from pinned memory (pin_memory=True), they overlap with "
+            "compute, so this run's copy cost is not the GPU run's"
+        ]
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         k = self._observed

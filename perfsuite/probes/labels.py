@@ -20,7 +20,9 @@ looks at the batch as the loader gave it and at the target the loss gets:
   region boundaries, are image/mask pairs the mix broke;
 * property (masks, GPU augmentation): the pipeline's augmentation goes through
   :func:`perfsuite.augment.checks.check_example` on this batch's masks; each
-  failing step counts one, with the checker's message.
+  failing step counts one, with the checker's message. A job's declared
+  ``flip_pairs`` (left/right labels) go with it, so a flip that swaps them
+  passes and a flip that forgets the swap fails.
 
 ``label_violations`` is their sum; ``detail`` keeps each part, the first
 example and the property message. The checks run unobserved (every probe's
@@ -83,14 +85,15 @@ class LabelProbe(Probe):
         j = job.job
         if j.criterion is None:
             return (
-                f"job {j.name!r} declares no criterion, so perfsuite cannot see the targets that reach its loss; "
-                "pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that criterion "
-                "in your step"
+                f"job {j.name!r} has no loss module perfsuite can hook, so it cannot see the targets that reach "
+                "its loss; pass Job(criterion=your_loss_module, num_classes=N, ignore_index=...) and call that "
+                "criterion in your step (a script under perfsuite exec: compute the loss with an nn.Module such "
+                "as nn.CrossEntropyLoss, or name one of several with --criterion)"
             )
         if j.num_classes is None:
             return (
                 f"job {j.name!r} declares no num_classes, so its targets have no class set to be checked "
-                "against; pass Job(num_classes=N, ignore_index=...)"
+                "against; pass Job(num_classes=N, ignore_index=...) (perfsuite exec: --num-classes N)"
             )
         return None
 
@@ -198,7 +201,13 @@ class LabelProbe(Probe):
                 fill = ignore if ignore is not None else 255
                 masks = target.long().clamp(0, 255).to("cpu", torch.uint8).numpy()
                 self._check_property(
-                    job.job.gpu_transform, masks, step, num_classes=num_classes, ignore=fill, fill=fill
+                    job.job.gpu_transform,
+                    masks,
+                    step,
+                    num_classes=num_classes,
+                    ignore=fill,
+                    fill=fill,
+                    flip_pairs=tuple(getattr(wl, "flip_pairs", None) or ()),
                 )
             return
         self._check_masks(batch[1], target, step)
@@ -236,6 +245,7 @@ class LabelProbe(Probe):
                 num_classes=int(wl.num_classes or 0),
                 ignore=wl.ignore_index if wl.ignore_index is not None else fill,
                 fill=fill,
+                flip_pairs=wl.flip_pairs,
             )
 
     def _check_pairing(self, mix: Any, masks: Any, step: int) -> None:
@@ -274,12 +284,28 @@ class LabelProbe(Probe):
             unpaired += n
         self.counts["unpaired"] += unpaired
 
-    def _check_property(self, augment: Any, masks: Any, step: int, *, num_classes: int, ignore: int, fill: int) -> None:
+    def _check_property(
+        self,
+        augment: Any,
+        masks: Any,
+        step: int,
+        *,
+        num_classes: int,
+        ignore: int,
+        fill: int,
+        flip_pairs: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        """The augmentation's properties on this batch's masks; ``flip_pairs`` are the WORKLOAD's (what its labels
+        mean), never the augmentation's own, so a flip that forgets the swap is caught."""
         from perfsuite.augment.checks import Declared, PropertyViolation, TorchBatched, check_example
+        from perfsuite.augment.labels import LabelSpace
         from perfsuite.errors import AugmentationError
 
         assert self._ctx is not None
-        declared = Declared(num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True)
+        flip_map = LabelSpace.declare(num_classes, ignore, fill, "int64", flip_pairs or None).flip_map
+        declared = Declared(
+            num_classes=num_classes, ignore_index=ignore, fill=fill, photometric=True, flip_map=flip_map
+        )
         try:
             check_example(TorchBatched(augment, device=self._ctx.device), masks, step, declared)
         except PropertyViolation as exc:

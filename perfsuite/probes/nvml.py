@@ -1,9 +1,12 @@
-"""GPU telemetry from NVML: gpu_util, gpu_power_w, gpu_mem_mb, sm_clock_mhz (+ temperature, throttling).
+"""GPU telemetry from NVML: gpu_util, gpu_power_w, gpu_mem_mb, sm_clock_mhz (+ temperature, throttling), and
+GPM's SM, tensor-pipe, DRAM and PCIe counters where the GPU has them (perfsuite.probes.gpm).
 
 The seeds judge their GPUs by nvidia-smi: "300 W of 575 W", "52% utilisation".
 These are the same counters, sampled over the measured window by a background
-thread, for the GPU the run actually uses. gpu_util is NVML's fraction of time
-a kernel was running; where the driver keeps buffered samples
+thread, for the GPU the run actually uses. ``perfsuite monitor`` uses the same
+sampler (:class:`NvmlSampler`) on its own. gpu_util is NVML's fraction of time
+*some* kernel was running, shown as "kernel-active time": it says nothing of how
+many SMs worked (gpu_sm_util, from GPM, does); where the driver keeps buffered samples
 (nvmlDeviceGetSamples) they are used, since they cover the window at the
 driver's own rate, otherwise the polled value.
 
@@ -26,11 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from perfsuite.core.results import Metric
+from perfsuite.probes import gpm
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.gpm import GPM_NAMES
 from perfsuite.probes.ticker import Ticker
 
-FIELDS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c", "throttle")
-TIMELINE_KEYS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c")
+FIELDS = ("gpu_util", "power_w", "mem_mb", "mem_total_mb", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "throttle")
+TIMELINE_KEYS = ("gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "mem_clock_mhz", "temp_c", *GPM_NAMES)
+KERNEL_ACTIVE = "kernel-active time: the share of time some kernel ran (NVML utilization.gpu), not how many SMs worked"
 # nvmlClocksEventReason* bits (NVML API reference), named as nvidia-smi -q does.
 THROTTLE_BITS = {
     0x1: "gpu_idle",
@@ -57,6 +63,8 @@ class Backend(Protocol):
     def power_limit_w(self) -> float: ...
 
     def close(self) -> None: ...
+
+    # Optional (perfsuite.probes.gpm): gpm_support() -> None or why not; gpm_read(ids) -> {id: value or error}.
 
 
 def nvml_target(torch_index: int, visible: str | None, torch_uuid: str | None) -> tuple[str, str | int]:
@@ -88,6 +96,7 @@ class NvmlBackend:
         except Exception:
             pynvml.nvmlShutdown()
             raise
+        self._gpm = gpm.NvmlGpm(pynvml, self.handle)
 
     def _by_uuid(self, uuid: str) -> Any:
         """Full UUIDs directly; CUDA_VISIBLE_DEVICES may hold a unique prefix."""
@@ -110,8 +119,12 @@ class NvmlBackend:
             return nv.nvmlDeviceGetPowerUsage(h) / 1000.0
         if name == "mem_mb":
             return nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
+        if name == "mem_total_mb":
+            return nv.nvmlDeviceGetMemoryInfo(h).total / 2**20
         if name == "sm_clock_mhz":
             return nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
+        if name == "mem_clock_mhz":
+            return nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)
         if name == "temp_c":
             return nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
         if name == "throttle":  # renamed from ...ThrottleReasons in newer NVML
@@ -133,7 +146,25 @@ class NvmlBackend:
     def power_limit_w(self) -> float:
         return self.nv.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000.0
 
+    def gpm_support(self) -> str | None:
+        return self._gpm.support()
+
+    def gpm_read(self, ids: list[int]) -> dict[int, Any]:
+        return self._gpm.read(ids)
+
+    def name(self) -> str:
+        found = self.nv.nvmlDeviceGetName(self.handle)
+        return found.decode() if isinstance(found, bytes) else str(found)
+
+    def process_mem_mb(self, pid: int) -> float | None:
+        """GPU memory NVML says process ``pid`` holds on this device; None when it holds none here."""
+        for proc in self.nv.nvmlDeviceGetComputeRunningProcesses(self.handle):
+            if proc.pid == pid and proc.usedGpuMemory is not None:
+                return proc.usedGpuMemory / 2**20
+        return None
+
     def close(self) -> None:
+        self._gpm.close()
         self.nv.nvmlShutdown()
 
 
@@ -142,7 +173,7 @@ class Timeline:
     """One row per tick; None where a field failed on that tick."""
 
     t_s: list[float] = field(default_factory=list)
-    values: dict[str, list[float | int | None]] = field(default_factory=lambda: {f: [] for f in FIELDS})
+    values: dict[str, list[float | int | None]] = field(default_factory=lambda: {f: [] for f in (*FIELDS, *GPM_NAMES)})
     errors: dict[str, str] = field(default_factory=dict)  # field -> last error
     buffered: dict[int, float] = field(default_factory=dict)  # driver samples: timestamp µs -> util
 
@@ -163,6 +194,7 @@ class NvmlSampler:
         self._last_us = 0
         self._ticker = Ticker(self.tick, interval_s, "perfsuite-nvml")
         self.buffered_error: str | None = None
+        self.gpm = gpm.select(backend)
 
     def tick(self) -> None:
         now = self.clock()
@@ -174,6 +206,7 @@ class NvmlSampler:
             except Exception as exc:  # noqa: BLE001 - a field some GPUs lack, or a transient failure
                 value, tl.errors[name] = None, f"{type(exc).__name__}: {exc}"
             tl.values[name].append(value)
+        self._tick_gpm()
         if self.buffered_error is None:
             try:
                 for stamp, util in self.backend.util_samples(self._last_us):
@@ -182,10 +215,29 @@ class NvmlSampler:
             except Exception as exc:  # noqa: BLE001 - no buffered samples: fall back to polling
                 self.buffered_error = f"{type(exc).__name__}: {exc}"
 
-    def start(self) -> None:
+    def _tick_gpm(self) -> None:
+        """GPM counters over the interval since the last tick (none on the first: a value needs two samples)."""
+        tl = self.timeline
+        readings: dict[str, float | str] = {}
+        if self.gpm.active:
+            try:
+                readings = gpm.read(self.backend, self.gpm)
+            except Exception as exc:  # noqa: BLE001 - a failed GPM sample is missing values, never a failed run
+                readings = dict.fromkeys(self.gpm.names, f"{type(exc).__name__}: {exc}")
+        for name in GPM_NAMES:
+            value = readings.get(name)
+            if isinstance(value, str):
+                tl.errors[name], value = value, None
+            tl.values[name].append(value)
+
+    def begin(self) -> None:
+        """Mark the start (t = 0) and take the first sample, without the background thread (perfsuite monitor)."""
         self.start_s = self.clock()
         self._last_us = int(self.start_s * 1e6)
         self.tick()
+
+    def start(self) -> None:
+        self.begin()
         self._ticker.start()
 
     def stop(self) -> None:
@@ -261,11 +313,34 @@ class NvmlProbe(Probe):
         out.update({k: [float(tl.values[k][i]) for i in rows] for k in keys})  # type: ignore[arg-type]
         return out
 
+    def _gpm_metrics(self) -> list[Metric]:
+        """The GPM counters' window means; unavailable with the reason where the GPU or the driver has none."""
+        out = []
+        for name in GPM_NAMES:
+            unit = gpm.UNITS[name]
+            if self.sampler is None:
+                out.append(Metric.unavailable(name, self.why_not or "the measured window never started", unit))
+                continue
+            values = _present(self.sampler.timeline.values[name])
+            if values:
+                out.append(
+                    Metric(
+                        name,
+                        sum(values) / len(values),
+                        unit,
+                        detail={"max": max(values), "samples": len(values), "source": "NVML GPM"},
+                    )
+                )
+            else:
+                why = self.sampler.gpm.why_not.get(name) or self.sampler.timeline.errors.get(name)
+                out.append(Metric.unavailable(name, f"no GPM reading: {why or 'the window was too short'}", unit))
+        return out
+
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         names = (("gpu_util", "fraction"), ("gpu_power_w", "W"), ("gpu_mem_mb", "MB"), ("sm_clock_mhz", "MHz"))
         if self.sampler is None:
             why = self.why_not or "the measured window never started"
-            return [Metric.unavailable(n, why, unit) for n, unit in names]
+            return [Metric.unavailable(n, why, unit) for n, unit in names] + self._gpm_metrics()
         tl = self.sampler.timeline
 
         def missing(name: str, field_name: str, unit: str) -> Metric:
@@ -316,7 +391,7 @@ class NvmlProbe(Probe):
             )
         else:
             out.append(missing("sm_clock_mhz", "sm_clock_mhz", "MHz"))
-        return out
+        return out + self._gpm_metrics()
 
     def _util(self, missing: Callable[[str, str, str], Metric]) -> Metric:
         assert self.sampler is not None
@@ -326,7 +401,11 @@ class NvmlProbe(Probe):
                 "gpu_util",
                 sum(buffered) / len(buffered),
                 "fraction",
-                detail={"source": "nvmlDeviceGetSamples (driver-buffered)", "samples": len(buffered)},
+                detail={
+                    "source": "nvmlDeviceGetSamples (driver-buffered)",
+                    "samples": len(buffered),
+                    "meaning": KERNEL_ACTIVE,
+                },
             )
         polled = _present(self.sampler.timeline.values["gpu_util"])
         if not polled:
@@ -338,6 +417,7 @@ class NvmlProbe(Probe):
             detail={
                 "source": "polled nvmlDeviceGetUtilizationRates",
                 "samples": len(polled),
+                "meaning": KERNEL_ACTIVE,
                 "buffered_unavailable": self.sampler.buffered_error,
             },
         )

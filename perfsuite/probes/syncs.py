@@ -10,12 +10,16 @@ Two sources, merged per call site:
 * Op level, any device: a TorchFunctionMode sees every sync-forcing tensor
   operation (``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``, ``bool()``
   / ``if tensor``, ``int()``, ``nonzero``, ``unique``, boolean-mask indexing,
-  ...). On CUDA an operation counts when its tensor is on the device. On the
-  CPU, where nothing is a real sync, an operation counts when the step's own
-  code issued it (so the signal exists in CPU CI); the same calls made inside
-  torch (the optimizer reading its CPU step counter) are not counted, and
-  ``.to(device)`` is never counted there because it cannot be told apart from
-  the host-to-device copy that the GPU run would make.
+  ...). An operation counts when its tensor is on the device
+  (:mod:`perfsuite.probes.residency`): on CUDA, the tensor's own device; on a
+  CPU run, where nothing is a real sync, the tensors a GPU run of the same code
+  would hold on the device (the model's, the batch after ``.to(device)``, and
+  everything computed from them), so the signal exists in CPU CI. A read inside
+  torch counts too, at the step's line that called into torch
+  (``clip_grad_norm_(error_if_nonfinite=True)`` checks the norm on the host),
+  while reads of host tensors do not (the optimizer's CPU step counter, a
+  ``.numpy()`` of the loader's batch). ``.to(device)`` is never counted on a CPU
+  run: it cannot be told apart from the host-to-device copy a GPU run makes.
 * CUDA only: the profiler's CUDA runtime synchronisation calls inside the
   observed steps (cudaStreamSynchronize, cudaDeviceSynchronize, ...), which
   also catch explicit ``torch.cuda.synchronize()`` and copies that the op
@@ -36,12 +40,18 @@ model runs eagerly in observed steps instead of recompiling for the probe's
 function mode. Eager execution issues the same sync-forcing operations.
 Observed steps come after the measured window (see probes/base.py), since
 a dispatch mode leaves compiled code unused until torch._dynamo.reset().
+
+Work done every N steps (predictions read back every 10 steps) is counted per
+site and step, and reported with its period ("every 10 steps") and an exact
+rate (0.1/step) however the watched steps fall (:mod:`perfsuite.probes.periods`).
+The probe also watches the period scan (``scan()``), the cheap steps before the
+observed ones in which it alone looks for such work, and tells the runner which
+upcoming steps carry it (``periodic()``) so the observed steps can be steady ones.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import warnings
 from collections import Counter
@@ -50,6 +60,9 @@ from typing import Any
 
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.periods import Rate, rate
+from perfsuite.probes.residency import Residency, residency_for
+from perfsuite.probes.sites import Sites as _Sites
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
 # __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
@@ -72,12 +85,6 @@ _ALWAYS = (
     "bincount",
 )
 _TORCH_FUNCS = ("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount")
-# torch files that only route a call to its implementation: a call passing only through
-# these was issued by the caller itself.
-_PLUMBING = frozenset(
-    os.path.join(*p.split("/"))
-    for p in ("overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py")
-)
 CUDA_SYNC_CALLS = (
     "cudaDeviceSynchronize",
     "cudaStreamSynchronize",
@@ -130,49 +137,13 @@ def _sync_ops() -> dict[Callable[..., Any], tuple[str, Callable[..., bool]]]:
     return ops
 
 
-class _Sites:
-    """Where calls come from: the first frame outside torch and perfsuite's harness."""
-
-    def __init__(self) -> None:
-        import torch
-
-        import perfsuite.probes as probes_pkg
-
-        self.torch_dir = os.path.dirname(torch.__file__) + os.sep
-        self.harness = (
-            os.path.dirname(probes_pkg.__file__) + os.sep,
-            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "harness", "runner.py"),
-            os.path.join(os.path.dirname(os.path.dirname(probes_pkg.__file__)), "jobs", "contract.py"),
-            os.path.dirname(warnings.__file__) + os.sep + "warnings.py",
-            contextlib.__file__,
-        )
-
-    def find(self, frame: Any) -> tuple[str, bool]:
-        """(site "path:line", issued directly by that site rather than by torch internals)."""
-        direct = True
-        while frame is not None:
-            path = frame.f_code.co_filename
-            if path.startswith(self.torch_dir):
-                if path[len(self.torch_dir) :] not in _PLUMBING:
-                    direct = False
-            elif not path.startswith(self.harness):
-                return f"{_short(path)}:{frame.f_lineno}", direct
-            frame = frame.f_back
-        return "<unknown>", direct
-
-
-def _short(path: str) -> str:
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
-
-
 def _op_counter(
     ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]],
     sites: _Sites,
-    cuda: bool,
+    residency: Residency,
     counts: Counter[tuple[str, str]],
 ) -> Any:
-    """A TorchFunctionMode that adds (op, site) to ``counts`` for each sync-forcing call."""
+    """A TorchFunctionMode that adds (op, site) to ``counts`` for each sync-forcing call on a device tensor."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -180,11 +151,16 @@ def _op_counter(
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             entry = ops.get(func)
-            if entry is not None and args and isinstance(args[0], torch.Tensor) and entry[1](args, kwargs):
-                site, direct = sites.find(sys._getframe(1))
-                # On the CPU, .to(device) is the host-to-device copy of a GPU run: never a sync.
-                if (args[0].device.type != "cpu") if cuda else (direct and func is not torch.Tensor.to):
-                    counts[(entry[0], site)] += 1
+            # On the CPU, .to(device) is the host-to-device copy of a GPU run: never a sync.
+            if (
+                entry is not None
+                and args
+                and isinstance(args[0], torch.Tensor)
+                and entry[1](args, kwargs)
+                and residency.on_device(args[0])
+                and (residency.cuda or func is not torch.Tensor.to)
+            ):
+                counts[(entry[0], sites.find(sys._getframe(1))[0])] += 1
             return func(*args, **kwargs)
 
     return SyncOpCounter()
@@ -264,71 +240,115 @@ class _CudaTrace:
 
 
 class SyncProbe(Probe):
-    """Counts sync-forcing operations per observed step, with their call sites."""
+    """Counts sync-forcing operations per observed step, with their call sites and periods."""
 
     name = "syncs"
+    scans = True
 
     def __init__(self) -> None:
         self._ctx_steps = 0
         self._cuda = False
-        self._observed = 0
-        self._counts: Counter[tuple[str, str]] = Counter()
+        self._full: list[Counter[tuple[str, str]]] = []  # per observed step
+        self._scanned: list[Counter[tuple[str, str]]] = []  # per period-scan step
         self._trace: _CudaTrace | None = None
         self._ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]] = {}
         self._sites: _Sites | None = None
+        self._residency: Residency | None = None
 
     def setup(self, ctx: RunContext) -> None:
         self._ctx_steps = ctx.observe_steps
         self._cuda = ctx.device.startswith("cuda")
-        self._observed = 0
-        self._counts = Counter()
+        self._full, self._scanned = [], []
         self._ops, self._sites = _sync_ops(), _Sites()
+        self._residency = residency_for(ctx)
         self._trace = _CudaTrace(self._sites) if self._cuda else None
 
     @contextlib.contextmanager
-    def observe(self) -> Iterator[None]:
-        assert self._sites is not None, "setup() first"
-        if self._trace is not None and self._observed == 0:
-            self._trace.begin()
+    def _watch(self, counts: Counter[tuple[str, str]], trace: bool) -> Iterator[None]:
+        assert self._sites is not None and self._residency is not None, "setup() first"
         with contextlib.ExitStack() as stack:
-            if self._trace is not None:
+            if trace and self._trace is not None:
                 stack.enter_context(self._trace.step())
             stack.enter_context(_eager_shield())
-            stack.enter_context(_op_counter(self._ops, self._sites, self._cuda, self._counts))
+            stack.enter_context(self._residency.tracking())
+            stack.enter_context(_op_counter(self._ops, self._sites, self._residency, counts))
             yield
-        self._observed += 1
-        if self._trace is not None and self._observed >= self._ctx_steps:
+
+    @contextlib.contextmanager
+    def observe(self) -> Iterator[None]:
+        if self._trace is not None and not self._full:
+            self._trace.begin()
+        counts: Counter[tuple[str, str]] = Counter()
+        with self._watch(counts, trace=True):
+            yield
+        self._full.append(counts)
+        if self._trace is not None and len(self._full) >= self._ctx_steps:
             self._trace.end()
+
+    @contextlib.contextmanager
+    def scan(self) -> Iterator[None]:
+        """A period-scan step: the op-level count only (no CUDA profiler), kept apart from the observed steps."""
+        counts: Counter[tuple[str, str]] = Counter()
+        with self._watch(counts, trace=False):
+            yield
+        self._scanned.append(counts)
+
+    def _rates(self) -> dict[tuple[str, str], Rate]:
+        """Each (op, site)'s rate over the scan when there was one, else over the observed steps."""
+        steps = self._scanned or self._full
+        keys = sorted({key for step in steps for key in step})
+        return {key: rate([step[key] for step in steps]) for key in keys}
+
+    def periodic(self) -> list[tuple[int, int]]:
+        out = []
+        for r in self._rates().values() if self._scanned else ():
+            if r.periodic and r.offset is not None and r.every is not None:
+                out.append((r.every, r.offset))
+        return sorted(set(out))
 
     def finish(self) -> None:
         if self._trace is not None:
             self._trace.end()
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
-        k = self._observed
-        if k == 0:
+        k = len(self._full)
+        if k == 0 and not self._scanned:
             return [
                 Metric.unavailable(
                     "syncs_per_step", "observe_steps=0: no step was observed, so syncs were not counted", "syncs/step"
                 )
             ]
-        per_site: Counter[tuple[str, str]] = Counter(self._counts)
+        rates = self._rates()
+        per_site: dict[tuple[str, str], float] = {key: r.per_step for key, r in rates.items()}
         detail: dict[str, Any] = {"observed_steps": k}
-        if self._trace is not None:
+        if self._scanned:
+            detail["watched_steps"] = len(self._scanned)
+        if self._trace is not None and k:
             # One sync seen by both the op counter and debug mode is one sync: take the larger per site.
-            by_site = Counter(site for _, site in per_site.elements())
+            full: Counter[tuple[str, str]] = Counter()
+            for step in self._full:
+                full.update(step)
+            by_site = Counter(site for _, site in full.elements())
             for (op, site), n in self._trace.warned.items():
                 if n > by_site[site]:
-                    per_site[(op, site)] += n - by_site[site]
+                    per_site[(op, site)] = per_site.get((op, site), 0.0) + (n - by_site[site]) / k
             runtime = sum(self._trace.runtime.values())
-            missing = runtime - sum(per_site.values())
+            missing = (
+                runtime - sum(full.values()) - sum(max(0, n - by_site[s]) for (_, s), n in self._trace.warned.items())
+            )
             if missing > 0:
                 calls = ", ".join(f"{name} x{n}" for name, n in self._trace.runtime.most_common())
-                per_site[(f"unattributed CUDA sync ({calls})", "<unknown>")] += missing
+                per_site[(f"unattributed CUDA sync ({calls})", "<unknown>")] = missing / k
             detail["cuda_runtime_syncs"] = dict(self._trace.runtime)
             if self._trace.error:
                 detail["cuda_trace"] = self._trace.error
-        sites = [{"op": op, "site": site, "per_step": n / k} for (op, site), n in per_site.most_common()]
+        sites = []
+        for (op, site), per_step in sorted(per_site.items(), key=lambda kv: (-kv[1], kv[0])):
+            entry: dict[str, Any] = {"op": op, "site": site, "per_step": per_step}
+            r = rates.get((op, site))
+            if r is not None and r.every != 1:
+                entry["every"] = r.every
+                entry["seen"] = r.describe()
+            sites.append(entry)
         detail["sites"] = sites
-        total = sum(per_site.values())
-        return [Metric("syncs_per_step", total / k, "syncs/step", detail=detail)]
+        return [Metric("syncs_per_step", sum(per_site.values()), "syncs/step", detail=detail)]

@@ -28,8 +28,20 @@ def load_file(path: Path) -> tuple[str, Result]:
         raise ResultError(f"{path}: {exc}; pass a Result (Result.to_json) or baseline JSON file") from exc
 
 
-def load_side(path: Path) -> dict[str, Result]:
-    """Test id -> Result for one side of the comparison (a file or a directory tree)."""
+def result_like(data: object) -> bool:
+    """Whether decoded JSON is meant to be a Result or a baseline file (damaged or not), by its keys."""
+    return isinstance(data, dict) and (
+        {"result", "test_id"} & set(data) != set() or {"metrics", "fingerprint"} <= set(data)
+    )
+
+
+def load_side(path: Path, notes: list[str] | None = None) -> dict[str, Result]:
+    """Test id -> Result for one side of the comparison (a file or a directory tree).
+
+    In a directory, JSON that is no Result or baseline at all (the committed exact file under
+    ``baselines/exact/``, a tool's own file) is skipped with a note in ``notes``; a Result or baseline
+    that cannot be read is an error naming the file.
+    """
     path = Path(path)
     if path.is_file():
         test_id, result = load_file(path)
@@ -38,6 +50,11 @@ def load_side(path: Path) -> dict[str, Result]:
         raise PerfsuiteError(f"{path} does not exist; pass a Result JSON file or a baselines directory")
     found: dict[str, tuple[Path, Result]] = {}
     for file in sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")):
+        data = read_json_file(file, "file")
+        if not result_like(data):
+            if notes is not None:
+                notes.append(f"skipped {file}: not a Result or baseline file")
+            continue
         test_id, result = load_file(file)
         if test_id in found:
             raise PerfsuiteError(
@@ -82,11 +99,13 @@ def compare_paths(
     return judge_paths(Path(base), Path(head), factor, alpha, force)[0]
 
 
-def judge_paths(base: Path, head: Path, factor: float, alpha: float, force: bool) -> tuple[list[Verdict], dict]:
+def judge_paths(
+    base: Path, head: Path, factor: float, alpha: float, force: bool, notes: list[str] | None = None
+) -> tuple[list[Verdict], dict]:
     """(verdicts, the head Results by test id): for the command, which also charts the heads."""
     if base.exists() and head.exists() and base.is_dir() != head.is_dir():
         raise PerfsuiteError(f"compare a file with a file or a directory with a directory; got {base} and {head}")
-    bases, heads = load_side(base), load_side(head)
+    bases, heads = load_side(base, notes), load_side(head, notes)
     if head.is_file():  # two files: the user paired them, whatever their test ids
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads

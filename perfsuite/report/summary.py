@@ -89,12 +89,57 @@ def oversubscription_note(results: Mapping[str, Result]) -> str | None:
 
 
 def gate_line(
-    exact_counts: Mapping[str, tuple[int, int]], exact_failed: int, timing_new: int, sources: Sequence[str]
+    exact_counts: Mapping[str, tuple[int, int]],
+    exact_failed: int,
+    timing_new: int,
+    sources: Sequence[str] | Mapping[str, str],
+    missing: int = 0,
+    missing_allowed: bool = False,
+    absent_files: Sequence[str] = (),
 ) -> str:
-    """``N exact checks held against committed baselines; M timing results new on this machine``."""
+    """``N exact checks held against committed baselines (file); M timing results new on this machine``.
+
+    ``sources`` maps each result id to what its exact metrics were held against (the committed file's
+    name, or ``this machine's baselines``); a plain sequence names committed files only. ``missing``
+    counts tests with no committed values; ``absent_files`` names committed files that should exist.
+    """
     held = sum(h for h, _ in exact_counts.values())
-    where = f" ({', '.join(sources)})" if sources else ""
-    text = f"{held} exact checks held against committed baselines{where}"
+    if isinstance(sources, Mapping):
+        per_source: dict[str, int] = {}
+        for rid, (h, _) in exact_counts.items():
+            per_source[sources.get(rid, "?")] = per_source.get(sources.get(rid, "?"), 0) + h
+    else:
+        per_source = {name: 0 for name in sources}
+    files = sorted(k for k in per_source if k != "this machine's baselines")
+    text = f"{held} exact checks held against committed baselines"
+    if files:
+        text += f" ({', '.join(files)})"
+    machine = per_source.get("this machine's baselines")
+    if machine is not None:
+        text = (
+            f"{held} exact checks held ({held - machine} against committed baselines"
+            + (f" ({', '.join(files)})" if files else "")
+            + f", {machine} against this machine's baselines)"
+        )
     if exact_failed:
         text += f", {exact_failed} did not"
+    if absent_files:
+        text += f"; no committed exact file applies to this run ({', '.join(absent_files)} does not exist)"
+    if missing:
+        verdict = "reported as new" if missing_allowed else "failed"
+        text += f"; {missing} test result(s) with no committed exact values ({verdict})"
     return f"{text}; {timing_new} timing results new on this machine"
+
+
+def format_notes(results: Mapping[str, Result]) -> list[str]:
+    """The Results' notes (where a figure can mislead: pinning on a CPU run, a knob the device turned off,
+    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them."""
+    where: dict[str, list[str]] = {}
+    for rid, result in results.items():
+        for note in result.notes:
+            where.setdefault(note, []).append(rid)
+    lines = []
+    for note, rids in where.items():
+        whom = rids[0] if len(rids) == 1 else f"{len(rids)} results"
+        lines.append(f"note ({whom}): {note}")
+    return lines

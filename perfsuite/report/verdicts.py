@@ -7,6 +7,7 @@ imported inside :func:`write_png`, so the other formats stay cheap.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,10 +53,15 @@ COLOURS = {
 }
 
 
-def summary_line(verdicts: Sequence[Verdict]) -> str:
-    """``2 regressed, 1 improved, 14 unchanged`` (outcomes that occur, most urgent first)."""
+def summary_line(verdicts: Sequence[Verdict], errors: int = 0) -> str:
+    """``1 error, 2 regressed, 1 improved, 14 unchanged`` (outcomes that occur, most urgent first).
+
+    ``errors`` counts problems that failed a test without a verdict (a baseline that cannot be read),
+    so the line never reads as a pass when a test failed.
+    """
     counts = Counter(v.outcome for v in verdicts)
-    parts = [f"{counts[o]} {o.value}" for o in _SUMMARY_ORDER if counts[o]]
+    parts = [f"{errors} error{'s' if errors != 1 else ''}"] if errors else []
+    parts += [f"{counts[o]} {o.value}" for o in _SUMMARY_ORDER if counts[o]]
     return ", ".join(parts) if parts else "no verdicts"
 
 
@@ -94,9 +100,15 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def format_markdown(verdicts: Sequence[Verdict]) -> str:
-    """Summary line, then a table for a PR comment; failing rows carry their message and cause."""
-    lines = [f"**perfsuite:** {summary_line(verdicts)}", ""]
+def format_markdown(verdicts: Sequence[Verdict], partial: str | None = None, problems: Sequence[str] = ()) -> str:
+    """Summary line, then a table for a PR comment; failing rows carry their message and cause.
+
+    ``partial`` (why the session was cut short) heads the report, so a report of part of a run never
+    reads as a complete one; ``problems`` (errors outside any verdict) are listed under the table.
+    """
+    lines = [f"**perfsuite:** {summary_line(verdicts, errors=len(problems))}", ""]
+    if partial:
+        lines[:0] = [f"> **PARTIAL REPORT**: the session was {partial}; tests that did not run are missing.", ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join(["---", "---", "---:", "---:", "---:", "---"]) + "|")
     for v in ordered(verdicts):
@@ -106,12 +118,44 @@ def format_markdown(verdicts: Sequence[Verdict]) -> str:
             note = v.message + (f" — {v.cause}" if v.cause else "")
             cells[5] = f"**{cells[5]}** <br>{note}" if v.failed else f"{cells[5]} <br>{note}"
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    if problems:
+        lines += ["", "**Errors:**", ""] + [f"- {_md_cell(p)}" for p in problems]
     return "\n".join(lines) + "\n"
 
 
-def to_json(verdicts: Sequence[Verdict], indent: int | None = 2) -> str:
-    """A JSON list of verdict dicts (see Verdict.to_dict)."""
-    return json.dumps([v.to_dict() for v in verdicts], indent=indent)
+REPORT_SCHEMA_VERSION = 1
+
+
+def to_json(
+    verdicts: Sequence[Verdict], indent: int | None = 2, partial: str | None = None, problems: Sequence[str] = ()
+) -> str:
+    """The JSON report: ``{"schema_version", "status", "reason", "summary", "errors", "results"}``.
+
+    ``status`` is ``complete``, or ``partial`` when the session was cut short (``reason`` says how);
+    ``results`` holds one object per verdict (see Verdict.to_dict). Strict JSON: no NaN.
+    """
+    payload = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "status": "partial" if partial else "complete",
+        "reason": partial,
+        "summary": summary_line(verdicts, errors=len(problems)),
+        "errors": list(problems),
+        "results": [{k: _finite(x) for k, x in v.to_dict().items()} for v in verdicts],
+    }
+    return json.dumps(payload, indent=indent, allow_nan=False)
+
+
+def _finite(value: object) -> object:
+    """A NaN or infinite figure is no figure: null in the report."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def read_report(text: str) -> dict:
+    """A JSON report back: the object form, or the bare verdict list older versions wrote (as complete)."""
+    data = json.loads(text)
+    if isinstance(data, list):
+        return {"schema_version": 0, "status": "complete", "reason": None, "summary": "", "errors": [], "results": data}
+    return data
 
 
 def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[str, Result] | None = None) -> Path:

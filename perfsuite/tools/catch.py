@@ -95,12 +95,48 @@ def run_reference(
     cache_dir: Path | None = None,
     probes: Sequence[Any] | None = None,
 ) -> Result:
-    """Run a reference (or a fault applied to it) with every probe attached."""
+    """Run a reference (or a fault applied to it) with every probe attached; on its ranks if it has several."""
     from perfsuite.harness.runner import run
 
     ref = REFERENCES[ref] if isinstance(ref, str) else ref
     fault = FAULTS[fault] if isinstance(fault, str) else fault
+    if ref.nproc > 1:
+        (result,) = run_references([("run", ref, fault)], device=device, cache_dir=cache_dir).values()
+        return result
     return run(spec_for(ref, device=device, fault=fault, cache_dir=cache_dir), probes)
+
+
+def run_references(
+    items: Sequence[tuple[str, Reference, Fault | None]],
+    *,
+    device: str = "cpu",
+    cache_dir: Path | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Result]:
+    """Run each (key, reference, fault), one by one; those on several ranks together, in one launch per rank count.
+
+    A launch costs seconds of process start-up per rank, so the runs of the ddp references (their faults and
+    A/A runs included) share one; each still builds its job afresh and is merged on its own.
+    """
+    import dataclasses as dc
+
+    from perfsuite.harness.distributed import launch, rank_run
+
+    out: dict[str, Result] = {}
+    by_nproc: dict[int, list[tuple[str, Any]]] = {}
+    for key, ref, fault in items:
+        if ref.nproc <= 1:
+            log(key)
+            out[key] = run_reference(ref, device=device, fault=fault, cache_dir=cache_dir)
+            continue
+        spec = dc.replace(spec_for(ref, device=device, fault=fault, cache_dir=cache_dir), mutate=None)
+        faults = (fault.name,) if fault is not None and fault.mutation is not None else ()
+        by_nproc.setdefault(ref.nproc, []).append((key, rank_run(spec, faults)))
+    for nproc, runs in by_nproc.items():
+        log(f"{len(runs)} run(s) on {nproc} ranks: {', '.join(k for k, _ in runs)}")
+        results = launch([r for _, r in runs], nproc, device=device)
+        out.update({key: result for (key, _), result in zip(runs, results)})
+    return {key: out[key] for key, _, _ in items}
 
 
 def refusal(fault: Fault, *, device: str = "cpu", cache_dir: Path | None = None) -> str | None:
@@ -270,10 +306,10 @@ def self_test(
     todo = [f for f in faults if runnable(f, device)]
     refs = sorted({f.reference for f in todo})
     report.references = {r: describe_reference(REFERENCES[r]) for r in refs}
-    base = {}
-    for ref in refs:
-        log(f"reference {ref}")
-        base[ref] = report.results[f"ref:{ref}"] = run_reference(ref, device=device, cache_dir=cache_dir)
+    items: list[tuple[str, Reference, Fault | None]] = [(f"ref:{r}", REFERENCES[r], None) for r in refs]
+    items += [(f"fault:{f.name}", REFERENCES[f.reference], f) for f in todo]
+    items += [(f"aa:{r}:{i + 1}", REFERENCES[r], None) for r in refs for i in range(aa_runs)]
+    report.results.update(run_references(items, device=device, cache_dir=cache_dir, log=log))
     for fault in faults:
         refused = refusal(fault, device=device, cache_dir=cache_dir)
         if not runnable(fault, device):
@@ -281,15 +317,9 @@ def self_test(
                 fault.name, fault.signal, fault.device, None, f"{NOT_HERE} ({fault.why_device})", refused=refused
             )
             continue
-        log(f"fault {fault.name}")
-        head = report.results[f"fault:{fault.name}"] = run_reference(
-            fault.reference, device=device, fault=fault, cache_dir=cache_dir
-        )
-        report.catches[fault.name] = dataclasses.replace(decide(fault, base[ref_of(fault)], head), refused=refused)
+        base, head = report.results[f"ref:{ref_of(fault)}"], report.results[f"fault:{fault.name}"]
+        report.catches[fault.name] = dataclasses.replace(decide(fault, base, head), refused=refused)
     for ref in refs:
-        for i in range(aa_runs):
-            log(f"A/A {ref} {i + 1}/{aa_runs}")
-            report.results[f"aa:{ref}:{i + 1}"] = run_reference(ref, device=device, cache_dir=cache_dir)
         report.aa[ref] = _aa_record(ref, report.results, [f for f in todo if f.reference == ref])
     return report
 
@@ -306,6 +336,7 @@ def describe_reference(ref: Reference) -> dict[str, Any]:
         "steps": ref.steps,
         "warmup": ref.warmup,
         "observe_steps": ref.observe_steps,
+        **({"nproc": ref.nproc} if ref.nproc > 1 else {}),
     }
 
 

@@ -23,6 +23,7 @@ EVIDENCE = {
     "amp_bool": "amp_lowp_frac 1 -> 0 (exact)",
     "compile_off": "graph_breaks was 0 and is now unavailable: compile=None",
     "seed_label_augment": "label_violations 0 ->",
+    "flip_without_swap": "label_violations 0 ->",
     "images_only_cutmix": "images moved without their masks",
     "images_only_mixup": "images moved without their masks",
     "persistent_workers_off": "epoch_start_cpu_ms median",
@@ -37,6 +38,14 @@ EVIDENCE = {
     "heavy_collate": "by stage: collate_fn",
     "decode_4x": "by stage: __getitem__",
     "list_collate": "by stage: collate_fn",
+    "no_distributed_sampler": "dataset_passes_per_epoch 1 -> 2 (exact)",
+    "set_epoch_missing": "repeated_epoch_orders 0 -> 3 (exact)",
+    "workers_times_ranks": "cpu_oversubscription",  # its values follow the machine's usable cores
+    "rank0_loss_read": "Tensor.item at perfsuite/harness/faults.py:",
+    "find_unused_parameters": "ddp_unused_search False -> True (exact)",
+    "straggler_loader": "input_skew_frac",
+    "straggler_backward": "straggler_wait_frac",
+    "straggler_optimizer": "straggler_wait_frac",
 }
 
 

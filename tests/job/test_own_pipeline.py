@@ -43,7 +43,7 @@ def faces(example, tmp_path_factory):
 
 
 def _run(job, steps=3, **job_knobs):
-    return run(RunSpec(job, steps=steps, warmup=1, observe_steps=2, job_knobs=job_knobs))
+    return run(RunSpec(job, steps=steps, warmup=1, observe_steps=2, job_knobs=job_knobs, period_steps=0))
 
 
 def test_user_step_shows_its_own_sync_site_and_loader(example, faces):
@@ -160,3 +160,71 @@ def test_reference_workloads_run_through_the_same_contract():
         probes=[],
     )
     assert result.knob_sources == {} and result.knobs["num_workers"] == 0
+
+
+class FlipSwap(torch.nn.Module):
+    """A batched horizontal flip that swaps the left/right labels 3 and 4 on the samples it flips (``swap=False``:
+    forgets to)."""
+
+    def __init__(self, swap: bool = True) -> None:
+        super().__init__()
+        self.swap = swap
+
+    def forward(self, images, masks):
+        n = images.shape[0]
+        flip = torch.rand(n, device=images.device) < 0.5
+        images = torch.where(flip.view(n, 1, 1, 1), images.flip(-1), images)
+        flipped = masks.flip(-1)
+        if self.swap:
+            flipped = torch.where(flipped == 3, 4, torch.where(flipped == 4, 3, flipped))
+        return images, torch.where(flip.view(n, 1, 1), flipped, masks)
+
+
+def _faces_job(transform, **declared):
+    """Eyes left (3) and right (4), a nose (1): a segmentation step through ``transform``, then its loss."""
+    masks = torch.zeros(8, 16, 16, dtype=torch.long)
+    masks[:, 4:8, 1:6], masks[:, 4:8, 10:15], masks[:, 9:14, 6:10] = 3, 4, 1
+    data = torch.utils.data.TensorDataset(torch.rand(8, 3, 16, 16), masks)
+    model = torch.nn.Conv2d(3, 5, 3, padding=1)
+    criterion = torch.nn.CrossEntropyLoss()
+
+    def step(batch):
+        images, target = transform(*batch)
+        return criterion(model(images), target)
+
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    return perfsuite.Job(
+        step, model, loader=loader, criterion=criterion, num_classes=5, aug="gpu", gpu_transform=transform, **declared
+    )
+
+
+def test_declared_flip_pairs_reach_the_label_probes_property_check():
+    def violations(job):
+        metric = _run(job).metric("label_violations")
+        return metric.value, " ".join(metric.detail["examples"])
+
+    assert violations(_faces_job(FlipSwap(swap=True), flip_pairs=[(3, 4)])) == (0, "")
+    count, examples = violations(_faces_job(FlipSwap(swap=False), flip_pairs=[(3, 4)]))
+    assert count > 0 and "the flip forgot the label swap" in examples
+    assert violations(_faces_job(FlipSwap(swap=False)))[0] == 0  # without the pairs, a forgotten swap is unseen
+
+
+@pytest.mark.parametrize(
+    ("pairs", "words"),
+    [
+        ([(3, 3)], "paired with itself"),
+        ([(3, 4), (4, 1)], "more than one pair"),
+        ([(3, 9)], "not a class"),
+        ([3, 4], "not a pair of labels"),
+    ],
+)
+def test_flip_pairs_are_checked_on_construction(pairs, words):
+    with pytest.raises(JobError, match=words):
+        _faces_job(FlipSwap(), flip_pairs=pairs)
+
+
+def test_pin_memory_on_a_cpu_run_gets_a_note(recwarn):
+    loader = torch.utils.data.DataLoader(torch.randn(8, 2), batch_size=4, pin_memory=True)
+    notes = _run(_tiny(loader=loader)).notes
+    assert any(n.startswith("pin_memory=True on a CPU run: without CUDA torch does not pin") for n in notes)
+    assert not any("pin_memory" in n for n in _run(_tiny()).notes)

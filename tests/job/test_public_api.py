@@ -71,5 +71,5 @@ def test_every_import_the_docs_and_examples_show_works():
 def test_every_perfsuite_name_in_the_docs_code_exists():
     for page in _pages():
         for block in _code_blocks(page.read_text()):
-            used = set(re.findall(r"(?<![.\w-])perfsuite\.([A-Za-z_]\w*)(?!\.\w)", block))
+            used = set(re.findall(r"(?<![.\w-])perfsuite\.([A-Za-z_]\w*)\b(?!\.\w)", block))
             assert {name for name in used if not hasattr(perfsuite, name)} == set(), page.name

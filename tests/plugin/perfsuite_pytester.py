@@ -58,3 +58,10 @@ def baseline_files(root: Path) -> list[Path]:
 
 def read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def report_results(path: Path) -> list[dict]:
+    """The verdicts of a --perfsuite-report-json file (an object: schema_version, status, results)."""
+    data = read_json(path)
+    assert data["schema_version"] == 1 and data["status"] in ("complete", "partial")
+    return data["results"]

@@ -120,3 +120,79 @@ def test_metrics_without_a_known_cause_keep_the_bare_message():
     verdict = verdict.__class__(**{**verdict.__dict__, "metric": "something_new"})
     assert causes.explain(verdict, r) is None
     assert causes.failure_line(verdict, None) == verdict.message
+
+
+# --------------------------------------------------------------------------- a user's own job, in its own terms
+
+STEP_KNOB_WORDS = ("amp=", "compile=", "log_interval", "eval_interval", "channels_last", "tf32", "fused", "FP32")
+
+
+def user_result(step_ms, fetch_ms, syncs=0.0, sites=(), **metrics) -> Result:
+    """A user's job as perfsuite records it: loader knobs read back, step knobs absent and marked not applied."""
+    from perfsuite.jobs.contract import NOT_APPLIED, STEP_KNOBS, USER
+
+    knobs = {"batch_size": 4, "num_workers": 2, "pin_memory": False, "persistent_workers": False, "device": "cpu"}
+    sources = {**dict.fromkeys(knobs, USER), **dict.fromkeys(STEP_KNOBS, NOT_APPLIED)}
+    ms = {
+        "step_ms": Metric("step_ms", sorted(step_ms)[len(step_ms) // 2], "ms"),
+        "syncs_per_step": Metric("syncs_per_step", syncs, detail={"sites": list(sites)}),
+        "data_wait_frac": Metric("data_wait_frac", sum(fetch_ms) / sum(step_ms)),
+        **{name: Metric(name, value) for name, value in metrics.items()},
+    }
+    samples = {"step_ms": list(step_ms), "fetch_ms": list(fetch_ms)}
+    return Result("job", "smoke", knobs, ms, samples, FP, 4, len(step_ms), 1, knob_sources=sources)
+
+
+def judged(base: Result, head: Result, metric: str) -> str:
+    from perfsuite.judge.engine import compare_results
+
+    (verdict,) = [v for v in compare_results(base, head, "t") if v.metric == metric]
+    assert verdict.failed, verdict
+    return f"{verdict.message} ({verdict.cause})"
+
+
+def test_a_slowdown_inside_a_users_step_is_placed_there_with_what_was_measured():
+    site = {"op": "Tensor.tolist", "site": "train.py:88", "per_step": 0.1, "every": 10}
+    base = user_result([20.0, 21, 20, 22, 21, 20, 21, 20], [9.0, 10, 9, 10, 9, 10, 9, 10], syncs=1.0)
+    head = user_result([40.0, 41, 40, 42, 41, 40, 41, 40], [9.0, 10, 9, 10, 9, 10, 9, 10], syncs=1.1, sites=[site])
+    line = judged(base, head, "step_ms")
+    assert "time moved into the step: the step's compute 11 -> 31 ms/step (+20)" in line
+    assert "syncs_per_step 1 -> 1.1 (Tensor.tolist at train.py:88 +0.1/step (every 10 steps))" in line
+    assert not [w for w in STEP_KNOB_WORDS if w in line], line
+    assert "augmentation on CPU workers" not in line and "num_workers" not in line  # the loader did not move
+
+
+def test_a_slowdown_in_a_users_loader_is_placed_in_data_wait_with_its_loader_knobs():
+    base = user_result([20.0, 21, 20, 22, 21, 20, 21, 20], [9.0, 10, 9, 10, 9, 10, 9, 10])
+    head = user_result([40.0, 41, 40, 42, 41, 40, 41, 40], [29.0, 30, 29, 30, 29, 30, 29, 30])
+    line = judged(base, head, "step_ms")
+    assert "time moved into data wait: fetch 9.5 -> 29.5 ms/step (+20)" in line
+    assert "num_workers=2" in line and not [w for w in STEP_KNOB_WORDS if w in line], line
+
+
+def test_the_loader_ledger_is_read_by_name_when_a_result_has_it():
+    base = user_result([20.0] * 8, [10.0] * 8, loader_cpu_ms_per_sample=2.0)
+    head = user_result([40.0] * 7 + [41.0], [30.0] * 7 + [31.0], loader_cpu_ms_per_sample=7.0)
+    assert "loader_cpu_ms_per_sample 2 -> 7" in judged(base, head, "step_ms")
+
+
+@pytest.mark.parametrize(
+    ("threshold", "metrics"),
+    [
+        (AtLeast("amp_lowp_frac", 0.9), {"amp_lowp_frac": 0.0}),
+        (Equals("amp_engaged", True), {"amp_engaged": False}),
+        (AtMost("graph_breaks", 0), {"graph_breaks": 3}),
+        (AtMost("syncs_per_step", 0), {}),
+        (AtMost("compile_s", 1), {"compile_s": 30.0}),
+        (AtMost("label_violations", 0), {"label_violations": 12}),
+    ],
+    ids=["amp-frac", "amp-engaged", "graph-breaks", "syncs", "compile-time", "labels"],
+)
+def test_a_users_failure_line_names_no_knob_perfsuite_did_not_set(threshold, metrics):
+    site = {"op": "Tensor.item", "site": "train.py:57", "per_step": 1.0}
+    r = user_result([20.0] * 6, [5.0] * 6, syncs=1.0, sites=[site], **metrics)
+    verdict = threshold.check(r, "t")
+    assert verdict.failed
+    line = causes.failure_line(verdict, causes.explain(verdict, r))
+    assert not [w for w in STEP_KNOB_WORDS if w in line], line
+    assert "aug=" not in line  # the job never declared where its augmentation runs

@@ -11,6 +11,7 @@ pytest_plugins = ["pytester"]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
 USER_CODE = ("facedata.py", "transforms.py", "model.py", "train.py", "make_data.py")
 GLUE = ("perf_jobs.py", "test_perf.py", "conftest.py")
+EXEC_GLUE = ("test_exec.py",)  # the script itself under perfsuite: its command line, nothing more
 
 
 def _code_lines(path: Path) -> int:
@@ -27,6 +28,7 @@ def test_the_users_code_does_not_import_perfsuite_and_the_glue_is_short():
     for name in USER_CODE:
         assert "perfsuite" not in (EXAMPLE / name).read_text(), name
     assert sum(_code_lines(EXAMPLE / name) for name in GLUE) < 45  # perf_jobs + tests + data fixture
+    assert sum(_code_lines(EXAMPLE / name) for name in EXEC_GLUE) <= 8  # imports, the path, the marker, one call
 
 
 def test_the_example_passes_under_the_plugin(project, monkeypatch):
@@ -34,6 +36,6 @@ def test_the_example_passes_under_the_plugin(project, monkeypatch):
 
     monkeypatch.setattr(job, "_JOBS", dict(job._JOBS))
     result = project.runpytest_inprocess(*FAST, str(EXAMPLE), "--rootdir", str(EXAMPLE), "-v")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     out = result.stdout.str()
-    assert "test_face_training[cpu]" in out and "test_face_training[gpu]" in out
+    assert "test_face_training[cpu]" in out and "test_face_training[gpu]" in out and "test_train_script" in out

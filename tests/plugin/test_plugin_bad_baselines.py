@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from perfsuite_pytester import baseline_files, read_json, run
+from perfsuite_pytester import baseline_files, read_json, report_results, run
 
 pytest_plugins = ["pytester"]
 
@@ -74,12 +74,12 @@ def test_a_malformed_baseline_fails_its_test_naming_file_and_field_and_keeps_oth
     corrupt(path)
     broken = path.read_bytes()
 
-    out = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json")
+    out = run(project, "--perfsuite-compare", "--perfsuite-allow-missing-exact", "--perfsuite-report-json", "v.json")
     out.assert_outcomes(failed=1)
     out.stdout.fnmatch_lines([f"*baseline error: baseline {path}*"])
     assert message in out.stdout.str()
     assert "Traceback" not in out.stdout.str()
-    verdicts = read_json(project.path / "v.json")
+    verdicts = report_results(project.path / "v.json")
     # the threshold's verdict is kept, and so is the exact gate's (no committed exact file here: new)
     assert [(v["metric"], v["outcome"]) for v in verdicts] == [("syncs_per_step", "pass"), ("exact", "new")]
     assert path.read_bytes() == broken  # comparing alone never rewrites it
@@ -90,10 +90,12 @@ def test_compare_with_save_replaces_a_malformed_baseline(project):
     run(project, "--perfsuite-save").assert_outcomes(passed=1)
     [path] = baseline_files(project.path)
     _edit(_set_metric("step_ms", 3.5))(path)
-    replaced = run(project, "--perfsuite-compare", "--perfsuite-save")
+    replaced = run(project, "--perfsuite-compare", "--perfsuite-save", "--perfsuite-allow-missing-exact")
     replaced.assert_outcomes(failed=1)  # the comparison could not happen: said, not passed over
     replaced.stdout.fnmatch_lines(
         ["*field 'result.metrics.step_ms' is 3.5*--perfsuite-save replaces it*", "saved 1 baseline(s) under *"]
     )
     assert read_json(path)["result"]["metrics"]["step_ms"]["unit"] == "ms"  # a readable baseline again
-    run(project, "--perfsuite-compare", "--perfsuite-factor", "50").assert_outcomes(passed=1)
+    run(project, "--perfsuite-compare", "--perfsuite-factor", "50", "--perfsuite-allow-missing-exact").assert_outcomes(
+        passed=1
+    )

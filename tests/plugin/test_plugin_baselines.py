@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from perfsuite_pytester import baseline_files, read_json, run
+from perfsuite_pytester import baseline_files, read_json, report_results, run
 
 from perfsuite.core.results import Fingerprint
 
@@ -13,6 +13,8 @@ pytest_plugins = ["pytester"]
 
 # These tests check the wiring, not timings: a busy machine must not make step_ms regress.
 LENIENT = ("--perfsuite-factor", "50")
+# Where the committed exact values are not what a test is about.
+ALLOW = ("--perfsuite-allow-missing-exact",)
 
 TEST = """
     import pytest
@@ -29,17 +31,19 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     assert missing.ret == pytest.ExitCode.USAGE_ERROR  # gating against nothing must not pass silently
     missing.stderr.fnmatch_lines([f"*the baselines directory {project.path / 'baselines'} does not exist*"])
     (project.path / "baselines").mkdir()
-    first = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json")
+    first = run(project, "--perfsuite-compare", *ALLOW, "--perfsuite-report-json", "v.json")
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(
         [
             "*test_loader*new*",
             "*2 new, 1 pass*",
-            "*0 exact checks held against committed baselines; 1 timing results new*",
+            "*0 exact checks held against committed baselines; no committed exact file applies to this run "
+            "(*cpu__torch-*.json does not exist); 1 test result(s) with no committed exact values (reported as new);"
+            " 1 timing results new*",
         ]
     )
     assert baseline_files(project.path) == []  # comparing never writes a baseline
-    assert {v["outcome"] for v in read_json(project.path / "v.json")} == {"new", "pass"}
+    assert {v["outcome"] for v in report_results(project.path / "v.json")} == {"new", "pass"}
 
     saved = run(project, "--perfsuite-save")
     saved.assert_outcomes(passed=1)
@@ -50,9 +54,9 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     assert path.parent.name == Fingerprint(**stored["result"]["fingerprint"]).key()
     before = path.read_bytes()
 
-    again = run(project, "--perfsuite-compare", "--perfsuite-report-json", "v.json", *LENIENT)
+    again = run(project, "--perfsuite-compare", *ALLOW, "--perfsuite-report-json", "v.json", *LENIENT)
     again.assert_outcomes(passed=1)
-    outcomes = {v["metric"]: v["outcome"] for v in read_json(project.path / "v.json")}
+    outcomes = {v["metric"]: v["outcome"] for v in report_results(project.path / "v.json")}
     assert "timing" not in outcomes  # no longer new
     assert outcomes["step_ms"] in {
         "unchanged",
@@ -61,10 +65,28 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
         "regressed",
     }  # timing: not this test's concern
     assert outcomes["syncs_per_step"] == "unchanged"
+    # no committed file: the exact metrics were judged against this machine's baseline, and the gate line says so
+    again.stdout.fnmatch_lines(["*exact checks held (0 against committed baselines, * against this machine's*"])
     assert path.read_bytes() == before and baseline_files(project.path) == [path]  # compared, not written
 
     run(project, "--perfsuite-save").assert_outcomes(passed=1)
     assert path.read_bytes() != before  # saving, and only saving, replaces it
+
+
+def test_compare_without_committed_exact_values_fails_with_the_command_that_writes_them(project):
+    """Before: every exact check became `new` and the session passed with "0 exact checks held"."""
+    project.makepyfile(TEST)
+    (project.path / "baselines").mkdir()
+    out = run(project, "--perfsuite-compare")
+    out.assert_outcomes(failed=1)
+    out.stdout.fnmatch_lines(
+        [
+            "*no committed exact values for this test in *cpu__torch-*.json (no committed exact file for "
+            "cpu__torch-*), so its exact gate would be off; record them with `*--perfsuite-update-exact`*",
+            "*no committed exact file applies to this run*; 1 test result(s) with no committed exact values (failed)*",
+            "perfsuite: record the exact values with `*pytest * --perfsuite-update-exact`",
+        ]
+    )
 
 
 def _edit_baseline(path, edit):
@@ -98,7 +120,7 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
     moved.write_text(json.dumps(data), encoding="utf-8")
     path.unlink()
 
-    refused = run(project, "--perfsuite-compare")
+    refused = run(project, "--perfsuite-compare", *ALLOW)
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(
         [
@@ -106,7 +128,7 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
             "is *; timings from different machines do not compare*--perfsuite-force*",
         ]
     )
-    forced = run(project, "--perfsuite-compare", "--perfsuite-force", *LENIENT)
+    forced = run(project, "--perfsuite-compare", "--perfsuite-force", *ALLOW, *LENIENT)
     forced.assert_outcomes(passed=1)
     assert "comparison refused" not in forced.stdout.str()
     assert "no timing baseline" not in forced.stdout.str().split("= perfsuite =")[1]
@@ -117,7 +139,7 @@ def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
     run(project, "--perfsuite-save").assert_outcomes(passed=1)
     [path] = baseline_files(project.path)
     path.write_text("{ not json", encoding="utf-8")
-    out = run(project, "--perfsuite-compare")
+    out = run(project, "--perfsuite-compare", *ALLOW)
     out.assert_outcomes(failed=1)
     out.stdout.fnmatch_lines([f"*baseline error: baseline {path} is not valid JSON*"])
     assert path.read_text(encoding="utf-8") == "{ not json"  # left for a person to look at
@@ -158,7 +180,7 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     better.stdout.fnmatch_lines(
         [
             "*ops_per_step * -> * (exact, baselines/exact/*): better than the committed "
-            "value; commit it: `nox -s perf -- --perfsuite-update-exact`*"
+            "value; commit it: `*pytest * --perfsuite-update-exact`*"
         ]
     )
     rewrite(h2d_bytes_per_step=1)  # the code now copies more than committed: a regression

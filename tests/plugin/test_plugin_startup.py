@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from perfsuite_pytester import read_json, run
+from perfsuite_pytester import report_results, run
 
 pytest_plugins = ["pytester"]
 
@@ -39,10 +39,14 @@ def test_perf_tests_run_and_are_judged_without_pytest_benchmark(project):
     """)
     out = run(project, "-p", "no:benchmark", "--perfsuite-report-json", "v.json")
     out.assert_outcomes(passed=1)
-    assert [v["outcome"] for v in read_json(project.path / "v.json")] == ["pass"]
+    assert [v["outcome"] for v in report_results(project.path / "v.json")] == ["pass"]
 
 
-def test_a_run_that_times_out_fails_its_test_with_the_stacks_and_the_session_goes_on(project):
+def test_a_run_that_times_out_fails_its_test_with_the_stacks_and_the_session_goes_on(project, monkeypatch):
+    import perfsuite.harness.runner
+
+    # The inner conftest replaces runner.run in this process; put it back afterwards for the tests that follow.
+    monkeypatch.setattr(perfsuite.harness.runner, "run", perfsuite.harness.runner.run)
     project.makeconftest(
         project.path.joinpath("conftest.py").read_text()
         + """

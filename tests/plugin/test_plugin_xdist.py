@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from perfsuite_pytester import FAST, read_json
+from perfsuite_pytester import FAST, report_results
 
 pytest.importorskip("xdist")
 pytest_plugins = ["pytester"]
@@ -38,7 +38,7 @@ def test_n2_writes_one_report_with_every_test_and_one_summary(project: pytest.Py
         project, "--perfsuite-report-json", "v.json", "--perfsuite-report-md", "v.md", "--perfsuite-worker-gpus", "5,7"
     )
     out.assert_outcomes(passed=7)
-    verdicts = read_json(project.path / "v.json")
+    verdicts = report_results(project.path / "v.json")
     assert sorted(v["test_id"].split("::")[-1] for v in verdicts) == [f"test_run[{n}]" for n in range(6)]
     assert all(v["outcome"] == "pass" for v in verdicts)
     assert all(f"test_run[{n}]" in (project.path / "v.md").read_text() for n in range(6))

@@ -54,9 +54,23 @@ def test_misalignment_is_caught_by_consistency_too():
         assert_aligned(images, masks, palette, ignore_index=255, photometric=True)
 
 
-def test_boundary_pixels_are_not_compared():
-    """A one-pixel disagreement at a label boundary is resampling, not misalignment."""
+def test_boundary_pixels_are_not_compared_where_the_image_was_resampled():
+    """A one-pixel disagreement at a label boundary the image blends (bilinear) is resampling, not misalignment."""
+    masks = _halves()
+    palette = palette_for(masks)
+    exact, shifted = (encode(np.roll(masks, k, axis=2), palette).astype(float) for k in (0, 1))
+    blended = np.where(exact != shifted, (exact + shifted) / 2, shifted)  # the boundary column is a 50/50 blend
+    assert_aligned(blended, masks, palette, ignore_index=255)
+
+
+def test_an_exact_copy_one_pixel_off_is_caught():
+    """Nothing resampled the image (a crop, a flip): there is no boundary to forgive, every pixel is compared."""
     masks = _halves()
     palette = palette_for(masks)
     images = encode(np.roll(masks, 1, axis=2), palette).astype(float)
-    assert_aligned(images, masks, palette, ignore_index=255)
+    with pytest.raises(PropertyViolation, match="the mask says label 0 but the image shows label 3") as info:
+        assert_aligned(images, masks, palette, ignore_index=255)
+    assert info.value.cause == "geometry"
+    photometric = images * 0.8  # the same copy under brightness jitter: still one colour per label, still caught
+    with pytest.raises(PropertyViolation, match="pixels the mask labels 0 show different colours"):
+        assert_aligned(photometric, masks, palette, ignore_index=255, photometric=True, masks_in=masks)

@@ -144,7 +144,7 @@ def clamped(x, m, clamp):
 def test_clamped_ignore_index_is_clamp():
     err = _caught(lambda x, m: clamped(x, m, True), "clamp")
     text = str(err)
-    assert "the image shows the ignore index where the mask says 18" in text and "Never clamp masks" in text
+    assert "the image shows the ignore index (255) where the mask says 18" in text and "Never clamp masks" in text
 
 
 def test_unclamped_passes():
@@ -162,3 +162,68 @@ def test_classification_order_needs_the_image():
     space = LabelSpace(19, 255)
     assert invented_label(18, 0, masks_in, out, space).cause == "resampling"
     assert invented_label(18, 0, masks_in, out, space, shown_out=masks_in[0], outside=-1).cause == "clamp"
+
+
+# -- zero padding is padding, not a clamp (issue 24) ----------------------------------------------
+
+
+def test_zero_padding_is_padding_not_clamp():
+    """Padding the mask with 0 (grid_sample's zeros, albumentations' fill_mask=0) is the commonest padding bug; a
+    clamp never turns 255 into 0. Whether 0 was in the input (alignment) or not (valid labels), it reads as padding.
+    """
+    err = _caught(lambda x, m: shift_down(x, m, 0), "padding")
+    text = str(err)
+    assert "zero padding" in text or "padded with 0" in text
+    assert "Pad masks with the ignore index (fill=255" in text and "clamp" not in text
+
+
+def test_gpu_executor_padding_with_zeros_is_padding():
+    from perfsuite.augment.gpu import GpuAugment
+    from perfsuite.augment.recipe import Recipe
+
+    rotate = GpuAugment(Recipe().only("rotation").with_p(rotation=1.0), "mask", fill=0)
+    err = _caught(rotate, "padding")
+    assert "Pad masks with the ignore index (fill=255" in str(err)
+
+
+def test_a_clamp_is_told_by_its_direction():
+    """-100 clamps to 0 and 255 to 18: a 0 where the image shows the ignore index -100 is a clamp, whether or not 0
+    was in the input."""
+    err = _caught(lambda x, m: (x, m.clamp(0, NUM_CLASSES - 1)), "clamp", ignore_index=-100)
+    assert "the image shows the ignore index (-100) where the mask says 0" in str(err)
+
+
+def test_unclamped_minus_100_passes():
+    check_paired_augmentation(lambda x, m: (x.flip(-1), m.flip(-1)), num_classes=NUM_CLASSES, ignore_index=-100)
+
+
+# -- an erase into a class the sample already holds -------------------------------------------------
+
+
+def test_mask_erased_into_a_class_it_holds_is_erase():
+    """Cutout with 0 on the mask: 0 is usually in the input, so no label is invented; the box is still an erase."""
+    err = _caught(lambda x, m: erase(x, m, 0), "erase")
+    text = str(err)
+    assert "4x5 rectangle at (y=2, x=3)" in text and "Erase masks with the ignore index (255)" in text
+
+
+def test_mask_left_behind_is_geometry():
+    err = _caught(lambda x, m: (x.flip(-1), m), "geometry")
+    assert "not moved by the same geometry" in str(err)
+
+
+# -- a batch mix nobody declared -------------------------------------------------------------------
+
+
+def test_undeclared_cutmix_is_mixes_samples():
+    from perfsuite.augment.mix import PairedCutMix
+
+    err = _caught(PairedCutMix(p=1.0), "mixes samples", min_batch=2)
+    assert "declare mixes_samples=True" in str(err)
+
+
+def test_images_only_mixup_is_blend():
+    from perfsuite.augment.seed_variants import ImagesOnlyMixUp
+
+    err = _caught(ImagesOnlyMixUp(p=1.0), "blend", min_batch=2)
+    assert "MixUp on images only" in str(err)

@@ -86,3 +86,10 @@ def test_label_space_picks_a_dtype_that_holds_the_labels():
     assert LabelSpace.declare(300, -100).mask_dtype == "int16"
     assert LabelSpace.declare(70_000, None).mask_dtype == "int32"
     assert LabelSpace.declare(19).mask_dtype == "uint8"
+
+
+@pytest.mark.parametrize(("num_classes", "suggested"), [(19, "(255, -100, 19)"), (300, "(-100, 300)")])
+def test_ignore_index_suggestions_are_outside_the_classes(num_classes, suggested):
+    with pytest.raises(PropertyArgumentError, match="is a class") as info:
+        LabelSpace.declare(num_classes, ignore_index=3)
+    assert f"pass an index outside the classes {suggested}" in str(info.value)

@@ -86,7 +86,7 @@ def test_probe_finds_a_fixed_output_size():
 def test_fixed_resize_sees_inputs_from_its_output_size_up():
     SEEN.clear()
     check_paired_augmentation(resize_to, num_classes=NUM_CLASSES, output_size="auto", photometric=False)
-    drawn = SEEN[2:]  # the first two are the probe's
+    drawn = SEEN[4:]  # the first four are the probes': reproducibility (40x52, twice), output size (two sizes)
     assert drawn and min(min(s) for s in drawn) >= 32 and max(max(s) for s in drawn) <= 48, sorted(set(drawn))
 
 
@@ -114,3 +114,25 @@ def test_output_size_argument_errors(bad):
 
     with pytest.raises(PropertyArgumentError, match="output_size="):
         check_paired_augmentation(centre_crop, num_classes=NUM_CLASSES, output_size=bad)
+
+
+def jittered_crop(x, m, mask_shift=0):
+    xo, mo = centre_crop(x, m, mask_shift=mask_shift)
+    return xo * 0.8, mo  # brightness x0.8: one colour per label still, none of them the palette's
+
+
+def test_crop_one_pixel_off_is_caught_where_the_advice_leads():
+    """Issue 24: the size-change message must lead to a configuration that catches a mask window one pixel off,
+    with the default photometric=True and under jitter (an exact copy is compared at every pixel)."""
+    with pytest.raises(PropertyViolation, match="output_size='auto'") as first:
+        check_paired_augmentation(lambda x, m: jittered_crop(x, m, 1), num_classes=NUM_CLASSES, min_side=16)
+    assert first.value.prop == "mask format"
+    for advised in (dict(output_size="auto"), dict(same_size=False, min_side=16)):
+        with pytest.raises(PropertyViolation) as info:
+            check_paired_augmentation(lambda x, m: jittered_crop(x, m, 1), num_classes=NUM_CLASSES, **advised)
+        assert info.value.prop == "alignment" and info.value.cause == "geometry", info.value
+
+
+def test_exact_crop_under_jitter_passes():
+    check_paired_augmentation(jittered_crop, num_classes=NUM_CLASSES, output_size="auto")
+    check_paired_augmentation(jittered_crop, num_classes=NUM_CLASSES, same_size=False, min_side=16)

@@ -79,6 +79,9 @@ BAD_RECIPES = [
     pytest.param(lambda: Flip(p=1.5), "flip.p=1.5 must be a probability", id="p-above-1"),
     pytest.param(lambda: Noise(p=-0.1), "noise.p=-0.1 must be a probability", id="p-negative"),
     pytest.param(lambda: Flip(p=True), "flip.p=True must be a probability", id="p-bool"),
+    pytest.param(lambda: Flip(pairs=((4, 5), (5, 6))), "a label is in one pair at most", id="pairs-overlap"),
+    pytest.param(lambda: Flip(pairs=((4, 4),)), "two different class labels", id="pairs-self"),
+    pytest.param(lambda: Flip(pairs=[4, 5]), "write e.g. pairs=((4, 5), (6, 7), (8, 9))", id="pairs-flat"),
     pytest.param(lambda: Rotation(degrees=-5), "rotation.degrees=-5 must be between 0 and 180", id="degrees-negative"),
     pytest.param(lambda: Rotation(degrees=270), "rotation.degrees=270 must be between 0 and 180", id="degrees-270"),
     pytest.param(lambda: Scale(scale=(1.2, 0.8)), "low <= high; write e.g. scale=(0.8, 1.2)", id="scale-reversed"),
@@ -352,3 +355,17 @@ def test_dataloader_workers_draw_different_streams_and_runs_repeat():
     assert all(torch.equal(a, b) for a, b in zip(images, again))
     other_seed, _ = load(CpuAugment(ALWAYS, "mask", seed=2), loader_seed=0)
     assert not any(torch.equal(a, b) for a, b in zip(images, other_seed))
+
+
+def test_a_flipped_mask_trades_the_recipes_left_right_pairs():
+    """Face parsing: a mirrored left eye (4) is the right eye (5); other labels and the fill are kept."""
+    mask = np.full((8, 10), 1, np.uint8)
+    mask[2:4, 1:3], mask[2:4, 7:9], mask[6:, :] = 4, 5, 255
+    image = np.zeros((8, 10, 3), np.uint8)
+    aug = CpuAugment(Recipe(flip=Flip(pairs=((4, 5), (6, 7)))), "mask")
+    _, flipped = aug.apply(image, mask, CpuParams(flip=True))
+    assert (flipped == mask).all()  # mirror-symmetric eyes, swapped back: the same mask
+    _, turned = aug.apply(image, mask, CpuParams(flip=True, angle=0.5))  # the affine path swaps too
+    assert set(np.unique(turned[2:4, 1:3]).tolist()) <= {1, 4} and 5 not in turned[2:4, 1:3]
+    _, kept = aug.apply(image, mask, CpuParams(angle=0.5))
+    assert 5 in kept[2:4, 7:9] and 4 not in kept[2:4, 7:9]  # not flipped: nothing swaps

@@ -271,8 +271,12 @@ def _syncs(fn) -> float:
 @pytest.mark.parametrize("kind", ["mask", "keypoints", "none"])
 @pytest.mark.parametrize("channels", [3, 1], ids=["rgb", "gray"])
 def test_forward_forces_no_host_sync(kind, channels):
-    """Every op on, half the samples each: not one .item()/bool()/tolist()/boolean index."""
-    aug = GpuAugment(Recipe().with_p(**{name: 0.5 for name in OPS}), kind)
+    """Every op on, half the samples each, the flip swapping face parsing's pairs: not one
+    .item()/bool()/tolist()/boolean index."""
+    from perfsuite.augment.recipe import Flip
+
+    recipe = Recipe(flip=Flip(pairs=((4, 5), (6, 7), (8, 9)))).with_p(**{name: 0.5 for name in OPS})
+    aug = GpuAugment(recipe, kind)
     target = {"mask": masks(), "keypoints": POINTS.clone(), "none": None}[kind]
     _syncs(lambda: aug(images(c=channels), target))
 
@@ -290,3 +294,20 @@ def test_gpu_augmentation_adds_no_syncs_to_a_training_step():
 
     gpu, none = syncs("gpu"), syncs("none")
     assert gpu.value == none.value, (gpu.detail, none.detail)
+
+
+def test_flipped_samples_trade_the_recipes_left_right_pairs_without_a_sync():
+    from perfsuite.augment.recipe import Flip
+
+    m = torch.full((4, 6, 8), 1, dtype=torch.long)
+    m[:, 1:3, 1:3], m[:, 1:3, 5:7] = 4, 5  # mirror-symmetric: a flip with its swap gives the same mask
+    torch.manual_seed(0)
+    aug = GpuAugment(Recipe(flip=Flip(p=0.5, pairs=((4, 5),))).only("flip"), "mask")
+    _, out = aug(torch.rand(4, 3, 6, 8), m)
+    flipped = aug.last_params["flip"]
+    assert flipped.any() and not flipped.all()
+    assert torch.equal(out, m)
+    no_swap = GpuAugment(Recipe().only("flip"), "mask")
+    torch.manual_seed(0)
+    _, forgot = no_swap(torch.rand(4, 3, 6, 8), m)
+    assert torch.equal(forgot[flipped], m[flipped].flip(-1)) and not torch.equal(forgot[flipped], m[flipped])

@@ -33,7 +33,7 @@ def run(argv):
 def test_slow_head_matches_golden_verdicts():
     verdicts = compare_paths(DATA / "base.json", DATA / "head_slow.json")
     expected = json.loads((DATA / "expected_verdicts_slow.json").read_text())
-    assert json.loads(to_json(verdicts)) == expected  # regenerate with to_json(compare_paths(...)) on purpose
+    assert json.loads(to_json(verdicts))["results"] == expected  # regenerate with to_json(...)["results"] on purpose
 
 
 def test_exit_status_and_markdown():
@@ -47,7 +47,9 @@ def test_exit_status_and_markdown():
 
 def test_json_output(tmp_path):
     code, out, _ = run([DATA / "base.json", DATA / "head_same.json", "--json", "--png", tmp_path / "c.png"])
-    assert code == 0 and {d["outcome"] for d in json.loads(out)} == {"unchanged"}
+    report = json.loads(out)
+    assert report["status"] == "complete" and report["schema_version"] == 1
+    assert code == 0 and {d["outcome"] for d in report["results"]} == {"unchanged"}
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
 
 

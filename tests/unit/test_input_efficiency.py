@@ -96,7 +96,7 @@ def test_a_users_job_gets_it_through_its_own_step(tmp_path):
 
         faces = make_data.write_dataset(tmp_path / "faces", count=8, size=32)
         job = perf_jobs.face_job(faces, "cpu", "cpu", workers=0)
-        result = run(RunSpec(job, steps=3, warmup=1, observe_steps=2, sol_steps=2))
+        result = run(RunSpec(job, steps=3, warmup=1, observe_steps=2, sol_steps=2, period_steps=0))
     finally:
         sys.path.remove(str(example))
     m = result.metric("input_efficiency")

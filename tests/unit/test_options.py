@@ -25,7 +25,14 @@ def test_every_pytest_option_is_a_pyproject_key_or_a_run_action() -> None:
     assert set(flags) == {o.flag for o in options.OPTIONS if o.pytest}
     for o in options.OPTIONS:
         assert o.pyproject == (o.name in settings._KEYS)
-    assert {o.name for o in options.OPTIONS if o.pytest and not o.pyproject} == {"save", "compare", "update_exact"}
+    # knob: a session's override of every test's loader knobs (perfsuite tune's), never a project setting
+    assert {o.name for o in options.OPTIONS if o.pytest and not o.pyproject} == {
+        "save",
+        "compare",
+        "update_exact",
+        "knob",
+    }
+    assert all(o.help for o in options.OPTIONS)
     assert all(kwargs.get("default") is None for kwargs in flags.values())  # so pyproject can fill in
 
 
@@ -72,3 +79,15 @@ def test_watchdog_settings_resolve_from_pyproject(tmp_path) -> None:
     assert s.watchdog_config() == watchdog.WatchdogConfig(loader_timeout_s=30, floor_s=5, factor=4)
     with pytest.raises(PerfsuiteError, match="deadline_factor=0.5 must be a number >= 1"):
         settings.resolve({"deadline_factor": 0.5}, {}, tmp_path, tmp_path)
+
+
+def test_docs_options_page_holds_the_generated_table_with_every_option_and_hang_limit() -> None:
+    """Before: the hang limits and --perfsuite-observe-steps were in no options table."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text(encoding="utf-8")
+    assert options.splice_table(page) == page, "docs/options.md is stale: run python scripts/options_table.py"
+    for o in options.OPTIONS:
+        assert (o.flag if o.pytest else f"`{o.name}`") in page
+    for limit in ("loader-timeout", "deadline-warmup", "deadline-floor", "deadline-factor", "observe-steps"):
+        assert f"--perfsuite-{limit}" in page

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from perfsuite.probes.base import WindowTimings
+from perfsuite.probes.gpm import GPM_NAMES
 from perfsuite.probes.nvml import NvmlProbe, NvmlSampler, nvml_target
 
 TIMINGS = WindowTimings(start_s=0.0, end_s=1.0, steps=2, batch_size=1)
@@ -17,6 +18,8 @@ VALUES = {
     "power_w": 300.0,
     "mem_mb": 2048.0,
     "sm_clock_mhz": 1800,
+    "mem_clock_mhz": 2619,
+    "mem_total_mb": 81559.0,
     "temp_c": 70,
     "throttle": 0x4 | 0x1,
 }
@@ -83,7 +86,7 @@ def test_summary_metrics_from_a_healthy_device(monkeypatch: pytest.MonkeyPatch) 
     assert m["sm_clock_mhz"].detail["temp_c"] == {"mean": 70, "max": 70}
     assert fake.closed == 1
     timeline = probe.timeline()
-    assert set(timeline) == {"t_s", "gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "temp_c"}
+    assert set(timeline) == {"t_s", "gpu_util", "power_w", "mem_mb", "sm_clock_mhz", "mem_clock_mhz", "temp_c"}
     assert len(timeline["t_s"]) >= 2 and timeline["power_w"] == [300.0] * len(timeline["t_s"])
 
 
@@ -96,7 +99,8 @@ def test_buffered_driver_samples_inside_the_window_win_over_polling(monkeypatch:
     probe.sampler.tick()
     probe.stop()
     util = {m.name: m for m in probe.metrics(TIMINGS)}["gpu_util"]
-    assert util.value == 0.5 and util.detail == {"source": "nvmlDeviceGetSamples (driver-buffered)", "samples": 2}
+    assert util.value == 0.5 and util.detail["source"] == "nvmlDeviceGetSamples (driver-buffered)"
+    assert util.detail["samples"] == 2 and util.detail["meaning"].startswith("kernel-active time")
 
 
 def test_a_field_the_gpu_lacks_is_unavailable_with_the_nvml_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +139,7 @@ def test_off_cuda_every_gpu_metric_is_unavailable_with_a_reason() -> None:
     probe = NvmlProbe(backend_factory=lambda target: pytest.fail("no backend off CUDA"))
     probe.setup(SimpleNamespace(device="cpu", observe_steps=0))
     m = _window(probe)
-    assert set(m) == {"gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz"}
+    assert set(m) == {"gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz", *GPM_NAMES}
     assert all(x.value is None and "device=cpu" in x.reason for x in m.values())
     assert probe.timeline() == {}
 

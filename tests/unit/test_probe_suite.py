@@ -9,9 +9,12 @@ from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import Result
 from perfsuite.harness.runner import RunSpec, run
 from perfsuite.probes import Probe, all_probes
+from perfsuite.probes.gpm import GPM_NAMES
 
 RUNNER = {s.name for s in metrics.all_specs() if s.probe == "runner"}
-PROBED = set(metrics.names()) - RUNNER - {"label_violations"}
+# Made only on several ranks: by the rank probe in each rank and the merge on rank 0 (tests/faults/test_ddp.py).
+RANKS = {s.name for s in metrics.all_specs() if s.probe == "ranks"}
+PROBED = set(metrics.names()) - RUNNER - RANKS - {"label_violations"}
 
 
 def test_all_probes_are_fresh_distinct_instances() -> None:
@@ -23,7 +26,9 @@ def test_all_probes_are_fresh_distinct_instances() -> None:
 
 
 def test_every_registered_metric_is_made_by_a_known_probe() -> None:
-    probes = {p.name for p in all_probes()} | {"runner"}
+    from perfsuite.probes.ranks import RankProbe
+
+    probes = {p.name for p in all_probes()} | {"runner", RankProbe.name}
     assert {s.probe for s in metrics.all_specs()} <= probes
 
 
@@ -56,6 +61,7 @@ def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> 
         "graph_breaks",
         "recompiles",
         "compile_s",
+        *GPM_NAMES,  # GPU Performance Monitoring: NVML on a GPU, unavailable on a CPU run
     }
     assert all(result.metric(n).reason for n in unavailable)
     assert result.value("syncs_per_step") == 1.0

@@ -64,9 +64,10 @@ def test_never_reading_the_loss_is_zero_syncs() -> None:
 
 
 def test_two_reads_per_step_are_two_syncs_each_with_its_site() -> None:
-    loss = torch.tensor(3.0)
+    value = torch.tensor(3.0)
 
     def step() -> None:
+        loss = value.to("cpu")  # on the device, as a GPU run's .to(device) puts it
         loss.item()  # first read
         loss.item()  # second read
 
@@ -81,22 +82,28 @@ def test_two_reads_per_step_are_two_syncs_each_with_its_site() -> None:
 x = torch.tensor([1.0, -2.0, 3.0])
 
 
+def dev() -> torch.Tensor:
+    """``x`` on the device, as the step's own ``.to(device)`` puts it (on a CPU run: where a GPU run would)."""
+    return x.to("cpu")
+
+
 @pytest.mark.parametrize(
     ("op", "call"),
     [
-        ("Tensor.item", lambda: x.sum().item()),
-        ("Tensor.tolist", lambda: x.tolist()),
-        ("Tensor.cpu", lambda: x.cpu()),
-        ("Tensor.numpy", lambda: x.numpy()),
-        ("Tensor.__bool__", lambda: bool(x.sum() > 0)),
-        ("Tensor.__float__", lambda: float(x.sum())),
-        ("Tensor.nonzero", lambda: x.nonzero()),
-        ("torch.nonzero", lambda: torch.nonzero(x)),
-        ("Tensor.unique", lambda: x.unique()),
-        ("torch.unique", lambda: torch.unique(x)),
-        ("torch.masked_select", lambda: torch.masked_select(x, x > 0)),
-        ("Tensor.__getitem__[bool mask]", lambda: x[x > 0]),
-        ("torch.where(cond)", lambda: torch.where(x > 0)),
+        ("Tensor.item", lambda: dev().sum().item()),
+        ("Tensor.tolist", lambda: dev().tolist()),
+        ("Tensor.cpu", lambda: dev().cpu()),
+        ("Tensor.numpy", lambda: dev().numpy()),
+        ("Tensor.__bool__", lambda: bool(dev().sum() > 0)),
+        ("Tensor.__float__", lambda: float(dev().sum())),
+        ("Tensor.nonzero", lambda: dev().nonzero()),
+        ("torch.nonzero", lambda: torch.nonzero(dev())),
+        ("Tensor.unique", lambda: dev().unique()),
+        ("torch.unique", lambda: torch.unique(dev())),
+        ("torch.masked_select", lambda: torch.masked_select(dev(), dev() > 0)),
+        ("Tensor.__getitem__[bool mask]", lambda: dev()[dev() > 0]),
+        ("torch.where(cond)", lambda: torch.where(dev() > 0)),
+        ("Tensor.item", lambda: torch.zeros(2, device="cpu").sum().item()),  # built on the device
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -104,6 +111,43 @@ def test_each_sync_forcing_op_counts_once(op: str, call) -> None:  # type: ignor
     metric = _observe(SyncProbe(), call, steps=2)
     assert metric.value == 1.0
     assert [s["op"] for s in metric.detail["sites"]] == [op]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: x.sum().item(),  # a host tensor: a GPU run reads it without a sync
+        lambda: x.numpy(),  # the loader's batch before .to(device)
+        lambda: torch.zeros(2).tolist(),  # built without a device: on the host
+        lambda: dev().cpu().numpy(),  # counted once, at .cpu(): the copy it returns is a host tensor
+    ],
+    ids=["host item", "host numpy", "host factory", "cpu then numpy"],
+)
+def test_reads_of_host_tensors_are_not_syncs(call) -> None:  # type: ignore[no-untyped-def]
+    metric = _observe(SyncProbe(), call, steps=2)
+    assert metric.value == (1.0 if "cpu()" in _source(call) else 0.0)
+
+
+def _source(fn) -> str:  # type: ignore[no-untyped-def]
+    import inspect
+
+    return inspect.getsource(fn)
+
+
+def test_a_read_inside_torch_counts_at_the_steps_call_site() -> None:
+    """clip_grad_norm_(error_if_nonfinite=True) checks the norm on the host: a sync at the line that calls it."""
+    model = torch.nn.Linear(3, 1)
+    inputs = torch.randn(4, 3)
+
+    def step() -> None:
+        model(inputs.to("cpu")).sum().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)  # planted: clip
+
+    metric = _observe(SyncProbe(), step, steps=2)
+    assert metric.value == 1.0
+    assert [(s["op"], s["site"]) for s in metric.detail["sites"]] == [
+        ("Tensor.__bool__", f"tests/unit/test_probe_syncs.py:{_line_of('# planted: clip')}")
+    ]
 
 
 def test_ops_that_do_not_sync_count_zero() -> None:
@@ -133,7 +177,7 @@ def test_observing_a_compiled_model_does_not_recompile_it() -> None:
     compile_probe = CompileProbe()
     compile_probe.setup(_ctx(2, compile="default"))
     model(inputs).sum().backward()  # warm-up: compiles
-    metric = _observe(SyncProbe(), lambda: model(inputs).sum().item(), steps=2, compile="default")
+    metric = _observe(SyncProbe(), lambda: model(inputs.to("cpu")).sum().item(), steps=2, compile="default")
     model(inputs).sum().backward()  # a measured step after observing
     compile_probe.stop()
     assert metric.value == 1.0
@@ -170,8 +214,9 @@ def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
     loss = torch.tensor(1.5)
 
     def step() -> None:
-        print(loss, file=io.StringIO())  # planted: print
-        f"{loss:.3f}"  # planted: format
+        on_device = loss.to("cpu")
+        print(on_device, file=io.StringIO())  # planted: print
+        f"{on_device:.3f}"  # planted: format
 
     metric = _observe(SyncProbe(), step, steps=2)
     assert metric.value == 2.0
@@ -180,3 +225,25 @@ def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
         ("Tensor.__repr__", str(_line_of("# planted: print"))),
         ("Tensor.__format__", str(_line_of("# planted: format"))),
     }
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: only a device tensor's read is a real sync")
+def test_cuda_reads_match_what_the_cpu_run_counts() -> None:
+    """docs/exec.md's table on a real device: host reads free, one sync for .cpu().numpy(), clip_grad_norm_ syncs."""
+    model = torch.nn.Linear(3, 1).cuda()
+    host = torch.ones(3)
+
+    def step() -> None:
+        host.numpy()
+        host.sum().item()
+        model(torch.randn(4, 3, device="cuda")).sum().backward()
+        model.weight.detach().cpu().numpy()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+
+    probe = SyncProbe()
+    probe.setup(SimpleNamespace(device="cuda", observe_steps=1, knobs=Knobs.from_flat(device="cuda")))
+    with probe.observe():
+        step()
+    probe.finish()
+    ops = sorted(s["op"] for s in probe.metrics(TIMINGS)[0].detail["sites"] if s["site"] != "<unknown>")
+    assert ops == ["Tensor.__bool__", "Tensor.cpu"]

@@ -8,7 +8,15 @@ from fixed_fingerprint import FP
 
 from perfsuite.core.results import Result
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.verdicts import format_markdown, format_terminal, ordered, summary_line, to_json, write_png
+from perfsuite.report.verdicts import (
+    format_markdown,
+    format_terminal,
+    ordered,
+    read_report,
+    summary_line,
+    to_json,
+    write_png,
+)
 
 VERDICTS = [
     Verdict("tests/perf/test_a.py::test_x[cpu]", "step_ms", 10.0, 10.1, 1.01, Outcome.UNCHANGED, "same"),
@@ -65,9 +73,21 @@ def test_terminal_table_is_fixed_width_and_cuts_long_ids_from_the_left():
     )
 
 
-def test_json_is_a_list_of_verdict_dicts():
+def test_json_is_an_object_with_a_schema_version_a_status_and_the_results():
+    """Before: a bare list, with no place to say a report covers only part of a session."""
     data = json.loads(to_json(VERDICTS))
-    assert [Verdict.from_dict(d) for d in data] == VERDICTS
+    assert (data["schema_version"], data["status"], data["reason"]) == (1, "complete", None)
+    assert [Verdict.from_dict(d) for d in data["results"]] == VERDICTS
+    partial = json.loads(to_json(VERDICTS, partial="interrupted (Ctrl-C) after 3 result(s)", problems=["x"]))
+    assert partial["status"] == "partial" and partial["reason"].startswith("interrupted")
+    assert partial["errors"] == ["x"] and partial["summary"].startswith("1 error, ")
+    assert read_report(json.dumps([v.to_dict() for v in VERDICTS]))["status"] == "complete"  # older reports
+
+
+def test_markdown_of_a_cut_short_session_says_partial_first():
+    text = format_markdown(VERDICTS, partial="interrupted (Ctrl-C)", problems=["baseline error: x"])
+    assert text.startswith("> **PARTIAL REPORT**: the session was interrupted (Ctrl-C)")
+    assert "**perfsuite:** 1 error, " in text and "- baseline error: x" in text
 
 
 def test_png_has_bars_and_timeline_panel(tmp_path):
@@ -90,3 +110,17 @@ def test_png_has_bars_and_timeline_panel(tmp_path):
     import matplotlib.image as mpimg
 
     assert mpimg.imread(with_timeline).shape[0] > mpimg.imread(plain).shape[0]  # the extra panel
+
+
+def test_the_summary_lists_each_note_once_with_the_results_it_applies_to():
+    from perfsuite.core.results import Fingerprint, Result
+    from perfsuite.report.summary import format_notes
+
+    fp = Fingerprint("cpu", None, 0, None, None, "2.13.0", None, "3.11", "cpu", 2, "linux")
+
+    def result(*notes):
+        return Result("w", "smoke", {}, {}, {}, fp, 4, 2, 1, notes=notes)
+
+    pinned = "pin_memory=True on a CPU run: without CUDA torch does not pin"
+    lines = format_notes({"t::a": result(pinned), "t::b": result(pinned, "other"), "t::c": result()})
+    assert lines == [f"note (2 results): {pinned}", "note (t::b): other"]

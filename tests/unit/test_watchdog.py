@@ -90,7 +90,9 @@ def test_hung_getitem_without_workers_fails_on_the_phase_deadline() -> None:
             next(it)
     err = info.value
     assert err.phase == "warm-up" and err.workers == ()
-    assert "the warm-up phase passed the deadline of 1.0 s" in str(err) and "no DataLoader workers" in str(err)
+    assert "the warm-up phase passed the deadline of 1.0 s" in str(err)
+    assert "the hang is in the main thread, in the dataset (num_workers=0" in str(err) and err.where == "main thread"
+    assert "block_forever_in_getitem" in err.site
     assert "block_forever_in_getitem" in err.stacks
 
 

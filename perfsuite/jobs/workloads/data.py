@@ -103,19 +103,33 @@ def materialize(workload: Workload, scale: Scale, seed: int = 0, cache_dir: Path
     left by killed runs in the cache directory are swept first.
     """
     target = dataset_dir(workload, scale, seed, cache_dir)
-    if (target / MANIFEST).is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmpfiles.sweep(target.parent)
-    tmp = tmpfiles.make_temp_dir(target.parent, target.name)
+    try:
+        if (target / MANIFEST).is_file():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmpfiles.sweep(target.parent)
+        tmp = tmpfiles.make_temp_dir(target.parent, target.name)
+    except OSError as exc:  # a file where a directory should be, a read-only or full disk: one line, not a traceback
+        raise _cache_error(target, exc) from None
     try:
         _write_samples(workload, scale, seed, tmp)
         tmpfiles.publish_tree(tmp)
         _publish(tmp, target)
+    except OSError as exc:
+        raise _cache_error(target, exc) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _cache_error(target: Path, exc: OSError) -> DatasetError:
+    """What to do when the dataset cache cannot be written: the path, the OS's reason, where to point it instead."""
+    where = exc.filename or target
+    return DatasetError(
+        f"cannot write the dataset cache at {where}: {exc.strerror or exc}; pass --cache-dir a writable directory "
+        "(or set $PERFSUITE_CACHE)"
+    )
 
 
 def _publish(tmp: Path, target: Path) -> None:

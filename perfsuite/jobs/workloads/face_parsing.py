@@ -38,6 +38,12 @@ LABELS = (
     "cloth",
 )
 IGNORE_INDEX = 255
+# What a horizontal flip swaps: the subject's left eye, brow and ear become its right ones.
+FLIP_PAIRS = (
+    (LABELS.index("l_eye"), LABELS.index("r_eye")),
+    (LABELS.index("l_brow"), LABELS.index("r_brow")),
+    (LABELS.index("l_ear"), LABELS.index("r_ear")),
+)
 
 
 def draw_face_mask(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
@@ -123,6 +129,7 @@ class FaceParsing(Workload):
     target_kind = "mask"
     num_classes = len(LABELS)
     ignore_index = IGNORE_INDEX
+    flip_pairs = FLIP_PAIRS
     scales = {
         "smoke": Scale("smoke", (64, 64), num_samples=48, batch_size=8, model={"base": 8, "depth": 3}),
         "full": Scale("full", (512, 512), num_samples=1024, batch_size=32, model={"base": 32, "depth": 4}),

@@ -1,0 +1,70 @@
+"""Work done every N steps, from per-step counts: its period, and a per-step rate that does not depend on alignment.
+
+A training loop that reads predictions back every 10 steps does it once in
+any 10 consecutive steps. Averaging over whatever steps happen to be observed
+gives 0 or 1/4 for 4 steps, depending on where they fall, so the count a run
+reports would move with ``--steps``. Here a site's per-step counts are split
+into a part present on every watched step (its minimum) and the rest; the rest
+is *periodic* when it recurs at one fixed gap, with the same count each time,
+and covers the watched steps exactly (nothing missing at either end). Its rate
+is then count / period, exactly, whichever steps were watched::
+
+    rate([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]).per_step == 0.1   # every 10 steps
+
+Work seen only once is reported with how many steps were watched; work at
+irregular gaps with its average over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rate:
+    """How often one kind of work happened across ``watched`` consecutive steps."""
+
+    per_step: float
+    every: int | None  # 1: every step; N: every N steps; None: not seen, or not regular
+    offset: int | None  # the first watched step (0-based) that carries the periodic part
+    base: int  # the count present on every step
+    extra: int  # the periodic part's count each time it recurs
+    seen: int  # steps that carried more than the base
+    watched: int
+
+    @property
+    def periodic(self) -> bool:
+        """Whether some of the work recurs every N > 1 steps."""
+        return self.every is not None and self.every > 1
+
+    def describe(self) -> str:
+        """``every step`` / ``every 10 steps`` / ``once in 20 watched steps`` / ``3 times in 20 steps, irregularly``."""
+        if self.every == 1:
+            return "every step"
+        if self.every is not None:
+            return f"every {self.every} steps" if self.base == 0 else f"every step, more every {self.every} steps"
+        if self.seen == 1:
+            return f"once in {self.watched} watched steps (a longer period than the watch, or a one-off)"
+        return f"{self.seen} times in {self.watched} watched steps, at irregular gaps"
+
+
+def rate(counts: Sequence[int]) -> Rate:
+    """The rate of one kind of work from its count on each of consecutive watched steps."""
+    n = len(counts)
+    if n == 0:
+        return Rate(0.0, None, None, 0, 0, 0, 0)
+    base = min(counts)
+    rest = [c - base for c in counts]
+    hits = [i for i, r in enumerate(rest) if r > 0]
+    if not hits:
+        return Rate(float(base), 1 if base else None, 0 if base else None, base, 0, 0, n)
+    if len(hits) >= 2:
+        gaps = {b - a for a, b in zip(hits, hits[1:])}
+        extras = {rest[i] for i in hits}
+        period = hits[1] - hits[0]
+        # One gap, one count, and no occurrence missing before the first or after the last watched step.
+        if len(gaps) == 1 and len(extras) == 1 and hits[0] < period and hits[-1] + period >= n:
+            extra = extras.pop()
+            return Rate(base + extra / period, period, hits[0], base, extra, len(hits), n)
+    return Rate(base + sum(rest) / n, None, None, base, max(rest), len(hits), n)

@@ -1,0 +1,73 @@
+"""The noxfile's torch install: the CPU wheel index first, nothing when torch is already there, the configured
+indexes (with a warning) when the CPU index cannot be reached; and the check runs under --install-only."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+nox = pytest.importorskip("nox")
+
+NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
+
+
+@pytest.fixture(scope="module")
+def noxfile() -> Any:
+    """The noxfile, loaded once (nox registers its sessions on import), with no torch settings in the env."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PERFSUITE_SYSTEM_TORCH", raising=False)
+        mp.delenv("PERFSUITE_TORCH_INDEX", raising=False)
+        spec = importlib.util.spec_from_file_location("perfsuite_noxfile", NOXFILE)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        mp.setitem(sys.modules, "perfsuite_noxfile", module)
+        spec.loader.exec_module(module)
+        yield module
+
+
+class FakeSession:
+    def __init__(self, has_torch: bool, index_reachable: bool = True) -> None:
+        self.has_torch, self.index_reachable = has_torch, index_reachable
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.warnings: list[str] = []
+
+    def run_install(self, *args: str, **kwargs: Any) -> str | None:
+        self.calls.append(("run_install", args))
+        return "yes\n" if self.has_torch else "no\n"
+
+    def install(self, *args: str, **kwargs: Any) -> None:
+        self.calls.append(("install", args))
+        if "--index-url" in args and not self.index_reachable:
+            raise nox.command.CommandFailed("unreachable")
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def installs(self) -> list[tuple[str, ...]]:
+        return [args for kind, args in self.calls if kind == "install"]
+
+
+def test_the_cpu_wheel_index_is_used_for_torch(noxfile: Any) -> None:
+    """Before: plain torch==2.13.0, which a stock Linux index resolves to the multi-GB CUDA build."""
+    session = FakeSession(has_torch=False)
+    noxfile.install(session)
+    torch_install, perfsuite_install = session.installs()
+    assert torch_install[:3] == ("torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu")
+    assert perfsuite_install == ("-e", ".[dev]")
+    assert session.calls[0][0] == "run_install"  # the check is part of the install step
+
+
+def test_an_environment_that_has_torch_keeps_it(noxfile: Any) -> None:
+    session = FakeSession(has_torch=True)
+    noxfile.install(session)
+    assert session.installs() == [("-e", ".[dev]")]
+
+
+def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(noxfile: Any) -> None:
+    session = FakeSession(has_torch=False, index_reachable=False)
+    noxfile.install(session)
+    assert session.installs()[1] == ("torch==2.13.0",) and "could not be used" in session.warnings[0]
