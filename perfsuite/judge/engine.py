@@ -188,7 +188,7 @@ def _judge_samples(
     if per_sample:
         b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
     calibration = ""
-    rule_factor = spec.factor or factor
+    rule_factor = max(spec.factor or factor, factor)  # a metric's own margin, never below the session's
     if spec.scale_by:
         scaled = calibrated(spec, base, head, b_samples, h_samples)
         if scaled is not None:
