@@ -1,14 +1,16 @@
-"""Generate the catch table in docs/catch.md from the fault catalog and the recorded self-test.
+"""Generate the catch table from the fault catalog and the recorded self-test, wherever its markers are.
 
     python scripts/catch_table.py --run [--aa 5]     # run the self-test, record it, rewrite the table
+    python scripts/catch_table.py --run --faults A B # run only these faults (and their references, A/A included)
     python scripts/catch_table.py                   # rewrite the table from the recorded results
-    python scripts/catch_table.py --check           # exit 1 if docs/catch.md's table is not the generated one
+    python scripts/catch_table.py --check           # exit 1 if the page's table is not the generated one
 
 The self-test (perfsuite.tools.catch.self_test) runs each reference once, each fault
 once, and ``--aa`` more runs of each unchanged reference; the Results go to
 tests/faults/data/catch_results.json. Every row is the shipped verdict
 engine's judgement of those recorded Results, re-made on each rewrite. The table sits
-between ``<!-- catch-table:start -->`` and ``<!-- catch-table:end -->``.
+between ``<!-- catch-table:start -->`` and ``<!-- catch-table:end -->``, in the first of
+docs/*.md and README.md that holds them (docs/catch.md when none does).
 """
 
 from __future__ import annotations
@@ -21,10 +23,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfsuite.tools.catch import CatchReport, current_table, rejudge, render_table, self_test, splice  # noqa: E402
+from perfsuite.core.tmpfiles import write_text_atomic  # noqa: E402
+from perfsuite.tools.catch import (  # noqa: E402
+    START,
+    CatchReport,
+    current_table,
+    rejudge,
+    render_table,
+    self_test,
+    splice,
+)
 
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
 CATCH_PAGE = ROOT / "docs" / "catch.md"
+
+
+def table_page(root: Path = ROOT) -> Path:
+    """The page whose catch-table markers hold the table: the first of docs/*.md, then README.md."""
+    for path in [*sorted((root / "docs").glob("*.md")), root / "README.md"]:
+        if path.is_file() and START in path.read_text(encoding="utf-8"):
+            return path
+    return root / "docs" / "catch.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,8 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="with --run: cpu or cuda")
     parser.add_argument("--check", action="store_true", help="exit 1 if the page holds another table")
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--page", type=Path, default=CATCH_PAGE, help="the markdown page holding the table")
+    parser.add_argument(
+        "--page", type=Path, default=None, help="the markdown page holding the table (default: where the markers are)"
+    )
     args = parser.parse_args(argv)
+    page = args.page or table_page()
 
     if args.run:
         cache = os.environ.get("PERFSUITE_CACHE")
@@ -62,17 +84,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     report = rejudge(CatchReport.load(args.results))
     table = render_table(report)
-    readme = args.page.read_text(encoding="utf-8") if args.page.is_file() else ""
+    text = page.read_text(encoding="utf-8") if page.is_file() else ""
     if args.check:
-        if current_table(readme) != table:
+        if current_table(text) != table:
             print(
-                f"{args.page.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
+                f"{page.name}'s catch table is not the generated one; run `python scripts/catch_table.py`",
                 file=sys.stderr,
             )
             return 1
         return 0
     report.save(args.results)  # the recorded decisions are today's engine's
-    args.page.write_text(splice(readme, table), encoding="utf-8")
+    write_text_atomic(page, splice(text, table))
     print(table)
     return 0
 

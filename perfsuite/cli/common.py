@@ -62,7 +62,7 @@ def import_modules(names: Sequence[str]) -> None:
             ) from exc
 
 
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
+def add_run_arguments(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     from perfsuite.core.options import add_cli_arguments
 
     p.add_argument("workload", help="a workload or job name (see `perfsuite list`)")
@@ -140,7 +140,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     step.add_argument("--fused", action=argparse.BooleanOptionalAction, default=False, help="fused AdamW")
     step.add_argument("--log-interval", type=int, default=0, help="read the loss back every N steps (0: never)")
     step.add_argument("--eval-interval", type=int, default=0, help="a short evaluation every N steps (0: never)")
-    p.add_argument("--json", action="store_true", help="print the Result as JSON")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print the Result as JSON")
 
 
 def knobs_from_args(args: argparse.Namespace) -> Knobs:

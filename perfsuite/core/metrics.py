@@ -36,6 +36,10 @@ from dataclasses import dataclass
 from perfsuite.errors import PerfsuiteError
 
 KINDS = ("exact", "flag", "fraction", "label", "timing", "noisy")
+# The loader cost's ratio rule, on per-batch CPU time against a calibration kernel timed beside it: a 10% margin,
+# widened by CALIBRATION_TRUST of the calibration's own move between the runs (scripts/loader_power.py measures it).
+LOADER_FACTOR = 1.10
+CALIBRATION_TRUST = 0.5
 EXACT_KINDS = frozenset({"exact", "flag", "fraction", "label"})
 DIRECTIONS = ("lower", "higher", None)
 
@@ -57,6 +61,11 @@ class MetricSpec:
     rule: str = "ratio"  # timing: "ratio" (median ratio), "shares" (fractions in [0, 1]) or "tail" (see verdicts)
     factor: float | None = None  # timing, ratio rule: the effect needed, when not the session's factor
     compared: bool = True  # False: shown, not judged against a baseline (it restates a judged metric)
+    # timing: the Result.samples key of a machine-speed calibration measured beside each sample (same length).
+    # Both sides are expressed at the base's median calibration before the rule: times divided by their
+    # calibration, rates (better='higher') multiplied. CPU time of the same work moves with what shares the core;
+    # the correction is trusted only so far: the rule's factor grows with how far the calibration moved.
+    scale_by: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -75,6 +84,8 @@ class MetricSpec:
             raise PerfsuiteError(f"metric {self.name}: rule={self.rule!r}; write 'ratio', 'shares' or 'tail'")
         if self.kind == "timing" and not self.samples:
             raise PerfsuiteError(f"metric {self.name}: a timing metric names its samples key, e.g. samples='step_ms'")
+        if self.scale_by is not None and (self.kind != "timing" or self.rule != "ratio"):
+            raise PerfsuiteError(f"metric {self.name}: scale_by calibrates a timing metric's ratio rule only")
 
     @property
     def exact(self) -> bool:
@@ -234,6 +245,83 @@ _builtin(
         "the fetches that started an epoch (workers forked again without persistent_workers)",
         samples="epoch_fetch_ms",
         factor=1.5,
+    ),
+    # The loader ledger (perfsuite.probes.loader): CPU time, which a shared CPU moves far less than wall time.
+    MetricSpec(
+        "loader_cpu_ms_per_sample",
+        "ms/sample",
+        "timing",
+        "lower",
+        "loader cost",
+        "loader",
+        "CPU time per sample of the loader's own code: Dataset.__getitem__ (its transform apart), collate_fn, "
+        "pinning; replayed after the window on the same indices in every run (thread CPU time), judged per batch "
+        "against a calibration kernel timed beside it; detail: each stage",
+        samples="loader_cpu_ms",
+        scale_by="loader_cal_ms",
+        factor=LOADER_FACTOR,
+    ),
+    MetricSpec(
+        "loader_process_cpu_ms_per_sample",
+        "ms/sample",
+        "noisy",
+        "lower",
+        "loader cost",
+        "loader",
+        "CPU time of the loader's processes over the window, read from the OS, per sample delivered: worker "
+        "processes (reaped ones included), the pin thread and the training process's own loading; beyond the "
+        "stages it holds forking workers and passing batches between processes",
+        tolerance=0.25,
+    ),
+    MetricSpec(
+        "main_load_ms_per_step",
+        "ms/step",
+        "timing",
+        "lower",
+        "loading in the training process",
+        "loader",
+        "CPU time the training process spends inside next(loader) per window step: all of the loading with "
+        "num_workers=0; receiving batches (and forking workers at an epoch's start) with workers",
+        samples="main_load_ms",
+        factor=2.0,
+    ),
+    MetricSpec(
+        "epoch_start_cpu_ms",
+        "ms",
+        "timing",
+        "lower",
+        "data-bound",
+        "loader",
+        "CPU time the training process spends in the fetches that start an epoch: forking the workers again "
+        "without persistent_workers (tens of ms), where persistent workers only get their next indices (~2 ms, "
+        "which doubles on a loaded machine)",
+        samples="epoch_fetch_cpu_ms",
+        factor=4.0,
+    ),
+    MetricSpec(
+        "loader_capacity_samples_per_s",
+        "samples/s",
+        "timing",
+        "higher",
+        "loader capacity",
+        "loader",
+        "samples/s the loader's code allows: processes that may load at once (workers, capped by the usable cores; "
+        "the training process with num_workers=0) / the stages' CPU per sample, judged per replayed batch; "
+        "detail: after_overhead, with the window's worker overhead (forking, IPC) paid too",
+        samples="loader_capacity",
+        scale_by="loader_cal_ms",
+        factor=1.5,
+    ),
+    MetricSpec(
+        "loader_headroom",
+        "x",
+        "noisy",
+        "higher",
+        "loader capacity",
+        "runner",
+        "loader capacity after the worker overhead / the samples/s the step takes fed a cached batch (or a declared "
+        "target_samples_per_s): below 1 the loader cannot feed the step; bound it with min_loader_headroom",
+        tolerance=0.25,
     ),
     # GPU telemetry (NVML): noisy summaries.
     MetricSpec(
@@ -510,6 +598,8 @@ def render_table() -> str:
             rule += f", relative to the run's median, x{s.factor:g} and an exact tail test"
         elif s.kind == "timing":
             rule += f", factor {s.factor:g}" if s.factor else ", the session's factor"
+            if s.scale_by:
+                rule += ", calibrated"
         lines.append(
             f"| `{s.name}` | {s.unit or '-'} | {s.kind}: {rule} | {s.better or '-'} | {s.family} | "
             f"`{s.probe}` | {s.description or '-'} |"

@@ -191,7 +191,7 @@ OPTIONS: tuple[Option, ...] = (
         minimum=1,
     ),
     Option("force", bool, False, "compare with baselines recorded on another machine fingerprint"),
-    Option("factor", float, DEFAULT_FACTOR, "timing change needed before a comparison counts", metavar="X"),
+    Option("factor", float, DEFAULT_FACTOR, "timing change needed before a comparison counts (a metric with a wider margin of its own keeps it)", metavar="X"),
     Option("alpha", float, DEFAULT_ALPHA, "significance level of timing comparisons", metavar="P"),
     Option("report_md", str, None, "write the verdicts as markdown (for PR comments)", metavar="FILE"),
     Option("report_json", str, None, "write the verdicts as JSON", metavar="FILE"),

@@ -155,6 +155,23 @@ def write_text_atomic(path: Path, text: str, publish: Callable[[Path, Path], Non
     return path
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """:func:`write_text_atomic` for bytes (an image): a temporary in the same directory, fsync, replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep(path.parent)
+    fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return path
+
+
 def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], None] = os.replace) -> Path:
     """:func:`write_text_atomic` of ``payload`` as indented JSON."""
     import json

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsuite.core.knobs import Knobs
 from perfsuite.errors import PerfsuiteError
+from perfsuite.harness.loader_faults import decode_4x, heavy_collate, list_collate
 
 if TYPE_CHECKING:
     from perfsuite.harness.pipeline import Pipeline
@@ -66,6 +67,15 @@ REFERENCES: dict[str, Reference] = {
             observe_steps=0,
             why="seed 002's fixed loader: 2 persistent workers (one per core here), prefetch 2, batch 32; "
             "3 batches per epoch, so 6 epochs turn over inside the window",
+        ),
+        Reference(
+            "loader_aug",
+            "gray_classifier",
+            {"aug": "gpu", "num_workers": 2, "persistent_workers": True, "prefetch_factor": 2},
+            steps=18,
+            warmup=3,
+            observe_steps=0,
+            why="seed 000's fix on seed 002's loader: the augmentation batched on the device, the workers only decode",
         ),
         Reference(
             "step",
@@ -459,10 +469,10 @@ def slow_optimizer_rank1(pipeline: Pipeline) -> None:
     optimizer.step = step  # type: ignore[method-assign]
 
 
-_LOADER_GPU = (
-    "the cost is a device idling while the CPU loads; on a CPU-only machine the device is the same "
-    "2 cores as the workers, so loading work only moves between processes. Measured here (gray_classifier "
-    "smoke, 2 runs each): num_workers=0 data_wait_frac 0.019-0.026 vs 0.014-0.043 unchanged; not separable"
+_PREFETCH_GPU = (
+    "prefetch depth changes neither the CPU a sample costs nor how many samples/s the workers can make "
+    "(the ledger's two figures): it decides how much of the loading's jitter reaches a device that waits for "
+    "it, which only shows where the step does not share the workers' cores"
 )
 _H2D = "host-to-device copies only exist on a CUDA device; on the CPU the runner turns this knob off with a note"
 
@@ -473,40 +483,38 @@ FAULTS: dict[str, Fault] = {
             "cpu_augmentation",
             "000 #1",
             "CPU数据增强: per-sample PIL/NumPy augmentation in the DataLoader workers; the GPU waits for the CPU",
-            "cuda",
+            "loader_aug",
             changes={"aug": "cpu"},
             requires={"aug": "gpu"},
-            signal="data_wait_frac",
+            signal="loader_cpu_ms_per_sample",
             rule="statistical",
-            device="gpu",
-            cause="aug='cpu': PIL/NumPy augmentation in the DataLoader workers, the GPU waits for the CPU",
-            why_device=_LOADER_GPU,
+            device="cpu",
+            cause="aug='cpu': PIL/NumPy augmentation in the DataLoader workers costs CPU per sample that the "
+            "device's batched augmentation does not",
         ),
         Fault(
             "num_workers_0",
             "002 #1, 004 #2",
             "num_workers=0: no parallel loading, the main process blocks on every batch (主线程阻塞)",
-            "cuda",
+            "loader",
             changes={"num_workers": 0, "persistent_workers": False, "prefetch_factor": None},
             requires={"num_workers": (1, 2, 3, 4, 6, 8, 12, 16)},
-            signal="data_wait_frac",
+            signal="main_load_ms_per_step",
             rule="statistical",
-            device="gpu",
-            cause="num_workers=0: the main process loads and augments every batch",
-            why_device=_LOADER_GPU,
+            device="cpu",
+            cause="num_workers=0: the training process decodes every batch itself, between its steps",
         ),
         Fault(
             "too_few_workers",
             "000 #2",
             "num_workers不足: too few workers to keep up, the GPU often idles waiting for the next batch",
-            "cuda",
+            "loader",
             changes={"num_workers": 1},
             requires={"num_workers": (2, 3, 4, 6, 8, 12, 16)},
-            signal="data_wait_frac",
+            signal="loader_capacity_samples_per_s",
             rule="statistical",
-            device="gpu",
-            cause="num_workers=1: too few workers to keep up with the step",
-            why_device=_LOADER_GPU,
+            device="cpu",
+            cause="num_workers=1: one process decodes where two cores could, so the loader makes half the samples/s",
         ),
         Fault(
             "pin_memory_off",
@@ -541,7 +549,7 @@ FAULTS: dict[str, Fault] = {
             "loader",
             changes={"persistent_workers": False},
             requires={"persistent_workers": True},
-            signal="epoch_fetch_ms",
+            signal="epoch_start_cpu_ms",
             rule="statistical",
             device="cpu",
             cause="persistent_workers=False: workers are torn down and forked again every epoch",
@@ -557,7 +565,7 @@ FAULTS: dict[str, Fault] = {
             rule="statistical",
             device="gpu",
             cause="prefetch_factor=1: one batch in flight per worker",
-            why_device=_LOADER_GPU,
+            why_device=_PREFETCH_GPU,
         ),
         Fault(
             "amp_bool",
@@ -862,6 +870,40 @@ FAULTS: dict[str, Fault] = {
             rule="exact",
             device="cpu",
             cause="seed 000's MixUp blends images and leaves their masks unblended",
+        ),
+        Fault(
+            "heavy_collate",
+            "issue 20 (a user's collate_fn)",
+            "a collate_fn that does 5 ms of CPU work per sample in the workers: the loader's cost grows, the step "
+            "does not",
+            "loader",
+            mutation=heavy_collate,
+            signal="loader_cpu_ms_per_sample",
+            rule="statistical",
+            device="cpu",
+            cause="the collate_fn costs 5 ms of CPU per sample",
+        ),
+        Fault(
+            "decode_4x",
+            "000 (512px photos), issue 20",
+            "the Dataset decodes images with 4x the pixels the model takes, then resizes them in the workers",
+            "loader",
+            mutation=decode_4x,
+            signal="loader_cpu_ms_per_sample",
+            rule="statistical",
+            device="cpu",
+            cause="__getitem__ decodes 4x the pixels it keeps; store the images at the size the model takes",
+        ),
+        Fault(
+            "list_collate",
+            "issue 20 (a user's collate_fn)",
+            "a collate_fn that builds the batch with torch.tensor() of nested Python lists instead of stacking arrays",
+            "loader",
+            mutation=list_collate,
+            signal="loader_cpu_ms_per_sample",
+            rule="statistical",
+            device="cpu",
+            cause="collate_fn converts every pixel to a Python int and back; stack the arrays (default_collate)",
         ),
     )
 }

@@ -29,8 +29,10 @@ from perfsuite.harness.clock import mode_depth as _mode_depth
 from perfsuite.harness.clock import on_device as _on_device
 from perfsuite.harness.clock import synchronize as _synchronize
 from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.loader import loader_headroom, wait_idle
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class RunSpec:
     job_knobs: Mapping[str, Any] = field(default_factory=dict)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # loader timeout and phase deadlines
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
+    target_samples_per_s: float | None = None  # declared demand for loader_headroom (else the speed of light)
     period_steps: int | None = None  # the period scan's length (perfsuite.harness.observation); None: decided per job
     # progress(phase, done, total): called at each phase's start and end and per step outside the measured
     # window (never inside it), for a progress display; None: nothing is shown
@@ -81,6 +84,11 @@ class RunSpec:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise KnobError(f"{name}={value!r} must be an integer >= {minimum}")
+        target = self.target_samples_per_s
+        if target is not None and (
+            isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0 or target == float("inf")
+        ):
+            raise KnobError(f"target_samples_per_s={target!r} must be a number of samples per second above 0")
 
     def resolve(self) -> Any:
         """The Workload or Job this spec names (a job factory is called here, with the device)."""
@@ -154,18 +162,22 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             spec.mutate(view)
         job = bind(view.as_job())
     device = job.device
-    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job)
     batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
+    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job, batches)
     dog = Watchdog(spec.watchdog, loader=batches)
     clock = _StepClock(device)
     fetch_s: list[float] = []
+    fetch_cpu_s: list[float] = []
     host_s: list[float] = []
     step_start_s: list[float] = []
     epoch_fetch_ms: list[float] = []
+    epoch_fetch_cpu_ms: list[float] = []
     delivered = 0
     last_batch: Any = None
     sol_ms: list[float] = []
     depth = _mode_depth()
+    threads = fit_threads(job, reference=job.reference)
+    notes.extend(threads.notes)
     show = spec.progress or (lambda phase, done, total: None)
     phase, k, n = "set-up", 0, 0
     with contextlib.ExitStack() as run_scope:
@@ -210,13 +222,16 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     clock.mark()
                     for k in range(spec.steps):  # noqa: B007 - k names the step a Ctrl-C lands in
                         t0 = time.perf_counter()
+                        c0 = time.thread_time()
                         step_start_s.append(t0)
                         epochs = batches.epochs
                         batch = next(batches)
                         t1 = time.perf_counter()
+                        fetch_cpu_s.append(time.thread_time() - c0)
                         fetch_s.append(t1 - t0)
                         if batches.epochs != epochs:
                             epoch_fetch_ms.append((t1 - t0) * 1e3)
+                            epoch_fetch_cpu_ms.append(fetch_cpu_s[-1] * 1e3)
                         delivered += batch_samples(batch)
                         job.step(batch)
                         clock.mark()
@@ -237,6 +252,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             phase, k, n = "speed of light", 0, spec.sol_steps
             show(phase, 0, n)
             with dog.phase("speed of light", steps=spec.sol_steps + 1):
+                if spec.sol_steps > 0:
+                    wait_idle(batches)  # workers refilling their prefetch slots would take cores from these steps
                 if job.reference:
                     first_index = spec.warmup + spec.steps
                     sol_ms = speed_of_light(
@@ -244,6 +261,11 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     )
                 else:
                     sol_ms = speed_of_light(lambda b, i: job.step(b), last_batch, device, spec.sol_steps)
+            guard.check()
+            phase, k, n = "loader ledger", 0, 0
+            with dog.phase("loader ledger"):
+                for probe in probes:
+                    probe.after_window()
             guard.check()
             plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
             phase, k, n = "observe", 0, plan.most_steps
@@ -270,6 +292,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                 for probe in probes:
                     probe.finish()
                 batches.close()
+                threads.restore()
     timings = WindowTimings(
         start_s=start,
         end_s=end,
@@ -281,6 +304,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         samples=delivered,
         host_step_s=host_s,
         epoch_fetch_ms=epoch_fetch_ms,
+        fetch_cpu_s=fetch_cpu_s,
+        epoch_fetch_cpu_ms=epoch_fetch_cpu_ms,
         step_start_s=step_start_s,
     )
     return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
@@ -305,12 +330,16 @@ def assemble_result(
         timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps
     )
     timeline: dict[str, list[float]] = {}
+    probe_samples: dict[str, list[float]] = {}
     probe_notes: list[str] = []
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
+        probe_samples.update(probe.samples())
         probe_notes += probe.notes()
+    if "loader_capacity_samples_per_s" in metrics:
+        metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     if plan.skipped:
         probe_notes.append(
             f"{plan.skipped} step(s) after the period scan carried periodic work and were run unobserved, so the "
@@ -329,7 +358,11 @@ def assemble_result(
             "fetch_ms": [s * 1e3 for s in fetch_s],
             "data_wait": shares,
             "epoch_fetch_ms": timings.epoch_fetch_ms,
+            "epoch_fetch_cpu_ms": timings.epoch_fetch_cpu_ms,
             "sol_step_ms": sol_ms,
+            "main_load_ms": [s * 1e3 for s in timings.fetch_cpu_s],
+            "host_step_ms": [s * 1e3 for s in host_s],
+            **probe_samples,
         },
         fingerprint=Fingerprint.collect(str(job.device)),
         batch_size=job.batch_size,
@@ -446,16 +479,42 @@ def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int
     samples_per_s = delivered / t.wall_s
     sol_per_s = sol_samples / (sol_step / 1e3)
     wait = sum(t.fetch_s) / t.wall_s if t.wall_s > 0 else 0.0
-    return Metric(
-        "input_efficiency",
-        samples_per_s / sol_per_s,
-        "fraction",
-        detail={
-            "samples_per_s": samples_per_s,
-            "sol_samples_per_s": sol_per_s,
-            "sol_step_ms": sol_step,
-            "sol_steps": len(sol_ms),
-            "data_wait": wait,
-            "band": input_band(wait),
-        },
+    detail = {
+        "samples_per_s": samples_per_s,
+        "sol_samples_per_s": sol_per_s,
+        "sol_step_ms": sol_step,
+        "sol_steps": len(sol_ms),
+        "data_wait": wait,
+        "band": input_band(wait),
+    }
+    ratio = samples_per_s / sol_per_s
+    if ratio > 1.0:  # a ceiling the window beat is no ceiling: never print an efficiency above 1
+        window_step = t.wall_s * 1e3 / max(1, t.steps)
+        return Metric(
+            "input_efficiency",
+            None,
+            "fraction",
+            reason=(
+                f"the window ran {ratio:.2f}x its speed of light ({window_step:.3g} ms per step, fetch included, vs "
+                f"{sol_step:.3g} ms fed a cached batch): the speed-of-light steps were slowed by something else "
+                "(another process, threads beyond the cores), so they bound nothing; data wait "
+                f"{wait:.1%} ({input_band(wait)})"
+            ),
+            detail=detail,
+        )
+    return Metric("input_efficiency", ratio, "fraction", detail=detail)
+
+
+def _headroom(metrics: dict[str, Metric], target: float | None) -> Metric:
+    """loader_headroom against the declared target, else against the speed of light's samples/s."""
+    capacity = metrics.get("loader_capacity_samples_per_s")
+    if target is not None:
+        return loader_headroom(capacity, float(target), f"declared target_samples_per_s={target:g}")
+    eff = metrics.get("input_efficiency")
+    sol = eff.detail.get("sol_samples_per_s") if eff is not None else None
+    if eff is None or not eff.available or not sol:
+        why = eff.reason if eff is not None and eff.reason else "no speed of light was measured"
+        return loader_headroom(capacity, None, f"{why}; declare target_samples_per_s")
+    return loader_headroom(
+        capacity, float(sol), f"the speed of light: the step fed a cached batch takes {float(sol):.4g} samples/s"
     )

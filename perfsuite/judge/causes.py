@@ -418,6 +418,37 @@ def _tail(knobs: Mapping[str, Any], result: Result) -> list[str]:
     return out
 
 
+def _loader_cost(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    """The stage that costs the most now, and the user's callable that runs it."""
+    detail = result.metric("loader_cpu_ms_per_sample").detail
+    by, code = detail.get("by") or {}, detail.get("code") or {}
+    out = []
+    if by:
+        stage = max(by, key=lambda k: by[k])
+        where = f" ({code[stage]})" if code.get(stage) else ""
+        out.append(f"costliest stage now: {stage}{where}, {by[stage]:.3g} ms/sample")
+    if knobs.get("aug") == "cpu":
+        out.append("augmentation on CPU workers")
+    return out
+
+
+def _main_load(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    workers = knobs.get("num_workers")
+    if workers == 0:
+        return ["num_workers=0: the training process decodes every batch itself, between its steps"]
+    return [f"num_workers={workers}"] if workers is not None else []
+
+
+def _capacity(knobs: Mapping[str, Any], result: Result) -> list[str]:
+    detail = result.metric("loader_capacity_samples_per_s").detail
+    out = []
+    if detail.get("processes"):
+        out.append(f"{detail['processes']} process(es) load at once ({detail.get('cores', '')})")
+    if knobs.get("num_workers") is not None:
+        out.append(f"num_workers={knobs['num_workers']}")
+    return out
+
+
 def _uneven_ranks(detail: Mapping[str, Any], unit: str) -> list[str]:
     """On several ranks: which ranks do it, when they differ (rank 0 only: the others wait for it)."""
     by_rank = detail.get("by_rank")
@@ -515,6 +546,9 @@ _FINDERS = {
     "input format": _format,
     "AMP misused": _amp_misuse,
     "step-time tail": _tail,
+    "loader cost": _loader_cost,
+    "loading in the training process": _main_load,
+    "loader capacity": _capacity,
     "straggler rank": _straggler,
     "input straggler": _summary("input_skew_frac"),
     "scaling": _scaling,

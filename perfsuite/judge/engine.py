@@ -187,20 +187,76 @@ def _judge_samples(
     per_sample = key == "step_ms" and base.batch_size != head.batch_size
     if per_sample:
         b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
-    t = compare_timing(b_samples, h_samples, spec.factor or factor, alpha)
+    calibration = ""
+    rule_factor = max(spec.factor or factor, factor)  # a metric's own margin, never below the session's
+    if spec.scale_by:
+        scaled = calibrated(spec, base, head, b_samples, h_samples)
+        if scaled is not None:
+            b_samples, h_samples, moved = scaled
+            rule_factor = round(rule_factor * max(moved, 1 / moved) ** registry.CALIBRATION_TRUST, 3)
+            calibration = (
+                f", calibrated: the calibration kernel took x{moved:.3f} the base's CPU time, margin x{rule_factor:.3g}"
+            )
+    higher = spec.better == "higher"  # a rate: judged as its reciprocal, a time, then shown as the rate again
+    t = compare_timing(
+        [1.0 / x for x in b_samples] if higher and min(b_samples + h_samples) > 0 else b_samples,
+        [1.0 / x for x in h_samples] if higher and min(b_samples + h_samples) > 0 else h_samples,
+        rule_factor,
+        alpha,
+    )
     if t.log_ratio is None:
         return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
     unit = "ms per sample" if per_sample else spec.unit
     assert t.interval is not None  # compare_timing forms an interval whenever it forms a ratio
+    b_med, h_med, ratio = t.base_median, t.head_median, t.ratio
+    low, high, p_name = t.interval.low, t.interval.high, "p_slower"
+    if higher:
+        assert b_med and h_med and ratio
+        b_med, h_med, ratio, low, high, p_name = 1 / b_med, 1 / h_med, 1 / ratio, 1 / high, 1 / low, "p_lower"
     message = (
-        f"{name} median {format_value(t.base_median)} -> {format_value(t.head_median)} {unit} "
-        f"(x{t.ratio:.3f}, {t.interval.confidence:.0%} CI x{t.interval.low:.3f}..x{t.interval.high:.3f}, "
-        f"p_slower={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
+        f"{name} median {format_value(b_med)} -> {format_value(h_med)} {unit} "
+        f"(x{ratio:.3f}, {t.interval.confidence:.0%} CI x{low:.3f}..x{high:.3f}, "
+        f"{p_name}={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
         + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "")
+        + calibration
         + f"){_tail(base, head, name)}"
-        f": {t.reason}"
+        f": {_reason(t.reason, higher)}"
     )
-    return Verdict(test_id, name, t.base_median, t.head_median, t.ratio, t.outcome, message)
+    if t.outcome in (Outcome.REGRESSED, Outcome.IMPROVED):
+        from perfsuite.judge.causes import movers
+
+        stages = movers(base.metric(name).detail, head.metric(name).detail)
+        if stages:
+            message += f"; by stage: {stages}"
+    return Verdict(test_id, name, b_med, h_med, ratio, t.outcome, message)
+
+
+def _reason(reason: str, higher: bool) -> str:
+    return reason.replace("slower by", "lower by").replace("faster by", "higher by") if higher else reason
+
+
+def calibrated(
+    spec: registry.MetricSpec, base: Result, head: Result, b: Sequence[float], h: Sequence[float]
+) -> tuple[list[float], list[float], float] | None:
+    """Both sides' samples at the base's median calibration (``spec.scale_by``), and how far it moved; or None.
+
+    Each sample is divided by the calibration measured beside it (a rate is
+    multiplied), then scaled by the base's median calibration, so the figures
+    stay in the metric's unit at the base's speed. The third value is the
+    head's median calibration over the base's.
+    """
+    from perfsuite.judge.stats import median
+
+    key = spec.scale_by or ""
+    bc, hc = list(base.samples.get(key, [])), list(head.samples.get(key, []))
+    if len(bc) != len(b) or len(hc) != len(h) or not bc or not hc or min(bc + hc) <= 0:
+        return None
+    ref = median(bc)
+    if spec.better == "higher":
+        b2, h2 = [x * c / ref for x, c in zip(b, bc)], [x * c / ref for x, c in zip(h, hc)]
+    else:
+        b2, h2 = [x / c * ref for x, c in zip(b, bc)], [x / c * ref for x, c in zip(h, hc)]
+    return b2, h2, median(hc) / ref
 
 
 def _judge_tail(

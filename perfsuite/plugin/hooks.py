@@ -45,6 +45,9 @@ class PerfState:
     interrupts_before: int = 0  # Ctrl-Cs the process had seen when this session started (sessions can nest)
     _session: PerfSession | None = None
     _device: str | None = None
+    # Set by a tool that takes over the runs (perfsuite doctor on a test id, perfsuite.plugin.capture): each
+    # perf_run call hands it its RunSpec and returns what it returns; nothing is judged.
+    capture: Any = None
 
     @property
     def judged(self) -> bool:
@@ -230,6 +233,7 @@ class PerfRun:
         check: bool = True,
         probes: Any = None,
         mutate: Any = None,
+        target_samples_per_s: float | None = None,
         nproc_per_node: int = 1,
         scaling_rounds: int = 0,
         share_gpus: bool = False,
@@ -247,7 +251,9 @@ class PerfRun:
         built before it runs (how perfsuite.harness.faults injects code-level bugs).
 
         Scale and device come from the session (``device=`` here overrides
-        it); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
+        it); ``target_samples_per_s`` is the rate the loader must feed (the
+        demand ``loader_headroom`` compares with; default: the step's speed
+        of light); ``--perfsuite-steps``/``--perfsuite-warmup`` override ``steps``/
         ``warmup``. ``label`` names this Result when a test runs several
         (its baseline id is ``<node id>#<label>``); ``check=False`` exempts
         it from the marker's thresholds. A knob this device cannot run
@@ -294,6 +300,7 @@ class PerfRun:
                 mutate=combined,
                 job_knobs=knobs,
                 watchdog=s.watchdog_config(),
+                target_samples_per_s=target_samples_per_s,
                 period_steps=n_period,
             )
         else:
@@ -308,8 +315,11 @@ class PerfRun:
                 n_observe,
                 mutate=combined,
                 watchdog=s.watchdog_config(),
+                target_samples_per_s=target_samples_per_s,
                 period_steps=n_period,
             )  # mutate: faults in the step's code
+        if self._state.capture is not None:
+            return self._state.capture(spec, result_id)
         failure = None
         try:
             if nproc_per_node > 1 or scaling_rounds:
@@ -456,7 +466,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         outcome = yield
     finally:
         records = state.pending.pop(item.nodeid, []) if state else []
-    if state is None:
+    if state is None or state.capture is not None:  # captured runs are another tool's, not judged here
         return outcome
     bounds = marker_bounds(item)
     if not records:
@@ -623,6 +633,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         for line in summary.format_notes(perf.results):
             tr.write_line(line)
+        note = summary.oversubscription_note(perf.results)
+        if note:
+            tr.write_line(note)
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 

@@ -2,7 +2,8 @@
 
 One concern per module: datawait (data_wait_frac), nvml (GPU telemetry),
 syncs (syncs_per_step), compile (graph_breaks, recompiles, compile_s), amp
-(amp_engaged, amp_lowp_frac, grad_scaler_bf16), cost (ops_per_step,
+(amp_engaged, amp_lowp_frac, grad_scaler_bf16), loader (the loader ledger: CPU time per sample by process
+and by stage, main_load_ms_per_step, capacity), cost (ops_per_step,
 h2d_bytes_per_step, flops_per_step, input_format), memory (peak_mem_mb, peak_rss_mb). Each reports
 ``Metric.unavailable`` with a reason where it cannot measure, never raises.
 """
@@ -22,12 +23,14 @@ def all_probes() -> list[Probe]:
     from perfsuite.probes.cost import CostProbe
     from perfsuite.probes.datawait import DataWaitProbe
     from perfsuite.probes.labels import LabelProbe
+    from perfsuite.probes.loader import LoaderProbe
     from perfsuite.probes.memory import MemoryProbe
     from perfsuite.probes.nvml import NvmlProbe
     from perfsuite.probes.syncs import SyncProbe
 
     return [
         DataWaitProbe(),
+        LoaderProbe(),
         NvmlProbe(),
         SyncProbe(),
         CompileProbe(),

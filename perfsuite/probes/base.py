@@ -53,6 +53,7 @@ class RunContext:
     batch_size: int
     observe_steps: int
     job: BoundJob | None = None  # the job being run (every run is one; perfsuite.jobs.contract)
+    batches: Any = None  # the runner's BatchStream: the loader iterator it holds now (its worker processes)
     shared: dict[str, Any] = field(default_factory=dict)  # what probes of one run share (probes.residency)
 
 
@@ -75,6 +76,8 @@ class WindowTimings:
     samples: int = 0  # samples the loader delivered in the window (a short last batch counts what it holds)
     host_step_s: list[float] = field(default_factory=list)  # host time per step, fetch included
     epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
+    fetch_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time inside next(loader), per step
+    epoch_fetch_cpu_ms: list[float] = field(default_factory=list)  # that CPU time, for the fetches that began an epoch
     step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
 
     @property
@@ -99,6 +102,13 @@ class Probe:
 
     def stop(self) -> None:
         """Measured window ends, or the run failed. Read end-of-window counters here."""
+
+    def after_window(self) -> None:
+        """After the window and the speed-of-light steps, before anything instruments: a probe's own timed work.
+
+        The loader ledger replays the loader's stages here. Runs under the
+        watchdog; nothing a probe does here may leave a mode active.
+        """
 
     def observe(self) -> AbstractContextManager[Any]:
         """A context around each observed step, after the window: the only place to instrument."""
@@ -129,6 +139,10 @@ class Probe:
 
     def timeline(self) -> dict[str, list[float]]:
         """Time series for Result.timeline (e.g. NVML samples), keyed by series name."""
+        return {}
+
+    def samples(self) -> dict[str, list[float]]:
+        """Raw samples for Result.samples, which timing verdicts judge (read after metrics())."""
         return {}
 
 

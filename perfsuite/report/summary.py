@@ -12,6 +12,7 @@ PEOPLE_COLUMNS = (
     "samples/s",
     "input eff",
     "data-wait",
+    "loader CPU ms/sample",
     "syncs/step",
     "AMP low-p",
     "graphs",
@@ -47,6 +48,7 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
                 _figure(r, "samples_per_s", ".1f"),
                 _input_eff(r),
                 _figure(r, "data_wait_frac", ".3f"),
+                _figure(r, "loader_cpu_ms_per_sample", ".3g"),
                 _figure(r, "syncs_per_step", "g"),
                 _figure(r, "amp_lowp_frac", ".2f"),
                 str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
@@ -68,6 +70,22 @@ def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tupl
         return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
 
     return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
+
+
+OVERSUBSCRIBED = "oversubscribed:"  # perfsuite.harness.threads notes start so (not imported: report < harness)
+
+
+def oversubscription_note(results: Mapping[str, Result]) -> str | None:
+    """One line when any run's threads and workers exceeded the cores it may use; None when none did."""
+    over = [rid for rid, r in results.items() if any(n.startswith(OVERSUBSCRIBED) for n in r.notes)]
+    if not over:
+        return None
+    shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+    return (
+        f"note: {len(over)} of {len(results)} run(s) oversubscribed the cores (intra-op threads + loader workers "
+        f"above the usable cores): {shown}; their wall-clock figures mix work with waiting for a core (each "
+        "Result's notes say by how much)"
+    )
 
 
 def gate_line(

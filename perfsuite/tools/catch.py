@@ -368,9 +368,8 @@ def render_table(report: CatchReport) -> str:
         catch = report.catches.get(name)
         if catch is None or catch.caught is None:
             caught = NOT_HERE if fault.device == "gpu" else "not run"
-            message = catch.message.replace(f"{NOT_HERE} ", "") if catch else ""
-            if message.startswith("(") and message.endswith(")"):
-                message = message[1:-1]
+            # A row not run here says why from today's catalog, so a reason revised since the record shows.
+            message = fault.why_device if fault.device == "gpu" else (catch.message if catch else "")
         else:
             caught = "yes" if catch.caught else "**no**"
             message = catch.message

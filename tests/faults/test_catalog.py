@@ -161,11 +161,13 @@ def test_throughput_rule_compares_per_sample_times() -> None:
 
 def test_epoch_stall_rule_looks_at_the_epoch_start_fetches() -> None:
     def run(stalls):
-        return _result({"epoch_fetch_ms": Metric("epoch_fetch_ms", stalls[0])}, samples={"epoch_fetch_ms": stalls})
+        return _result(
+            {"epoch_start_cpu_ms": Metric("epoch_start_cpu_ms", stalls[0])}, samples={"epoch_fetch_cpu_ms": stalls}
+        )
 
     base, slow = run([60.0, 61.0, 59.0, 60.5, 62.0, 58.0]), run([300.0, 310.0, 290.0, 305.0, 299.0, 301.0])
     c = catch.decide(FAULTS["persistent_workers_off"], base, slow)
-    assert c.caught and "epoch_fetch_ms median" in c.message and "forked again every epoch" in c.message
+    assert c.caught and "epoch_start_cpu_ms median" in c.message and "forked again every epoch" in c.message
     assert not catch.decide(FAULTS["persistent_workers_off"], base, base).caught
 
 

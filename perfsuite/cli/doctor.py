@@ -1,0 +1,157 @@
+"""``perfsuite doctor TARGET``: name a job's bottleneck and the fix, with evidence (perfsuite.tools.doctor).
+
+TARGET is a reference workload (``face_parsing``, with the knob flags of ``perfsuite run``),
+a registered job (``--import my_jobs faces``), or a perf test's node id
+(``tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]``), whose
+perf_run calls are diagnosed instead of judged. Prints the report; ``--markdown``, ``--json``
+and ``--png`` write files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+from perfsuite.errors import PerfsuiteError
+
+HELP = "name a job's bottleneck and the fix, with measured evidence"
+DESCRIPTION = __doc__.splitlines()[0] if __doc__ else HELP
+DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_OBSERVE = 20, 3, 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p, json_flag=False)
+    out = p.add_argument_group("doctor")
+    out.add_argument(
+        "--rounds", type=int, default=3, help="runs of the job, each beside its counterfactual (default 3)"
+    )
+    out.add_argument("--no-counterfactuals", action="store_true", help="skip the interleaved runs with more workers")
+    out.add_argument(
+        "--target-samples-per-s", type=float, default=None, help="the samples/s the loader must feed (loader headroom)"
+    )
+    out.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report as markdown")
+    out.add_argument("--json", type=Path, metavar="FILE", dest="json_out", help="also write the report as JSON")
+    out.add_argument("--png", type=Path, metavar="FILE", help="also write a timeline of the steps")
+    out.add_argument("--overwrite", action="store_true", help="replace --markdown/--json/--png files that exist")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    for flag, path in (("--markdown", args.markdown), ("--json", args.json_out), ("--png", args.png)):
+        if path is not None and path.exists() and not args.overwrite:
+            raise PerfsuiteError(f"{flag} {path} exists; pass --overwrite to replace it, or give another path")
+        if path is not None and path.exists() and path.is_dir():
+            raise PerfsuiteError(f"{flag} {path} is a directory; give a file name")
+    if args.rounds < 1:
+        raise PerfsuiteError(f"--rounds {args.rounds}: write 1 or more")
+    if args.target_samples_per_s is not None and not args.target_samples_per_s > 0:
+        raise PerfsuiteError(f"--target-samples-per-s {args.target_samples_per_s}: write a rate above 0")
+
+
+def _progress() -> tuple[Any, Any]:
+    """(update(text), stop()): a rich status line on a terminal; nothing under CI or when piped."""
+    from perfsuite.jobs.workloads.data import show_progress
+
+    if not show_progress():
+        return (lambda text: None), (lambda: None)
+    from rich.console import Console
+
+    status = Console(stderr=True).status("perfsuite doctor: starting")
+    status.start()
+    return (lambda text: status.update(f"perfsuite doctor: {text}")), status.stop
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    from perfsuite.core.knobs import FLAT_KNOBS, Knobs
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.jobs.registry import get_job_factory, is_job_target, job_names, workload_names
+
+    import_modules(args.imports)
+    scale = args.scale or "smoke"
+    lengths = {
+        "steps": args.steps or DEFAULT_STEPS,
+        "warmup": args.warmup if args.warmup is not None else DEFAULT_WARMUP,
+        "observe_steps": args.observe_steps if args.observe_steps is not None else DEFAULT_OBSERVE,
+        "target_samples_per_s": args.target_samples_per_s,
+    }
+    if is_job_target(args.workload):
+        defaults = argparse.ArgumentParser()
+        add_run_arguments(defaults, json_flag=False)
+        default = vars(defaults.parse_args([args.workload]))
+        asked = {k: getattr(args, k) for k in FLAT_KNOBS if hasattr(args, k) and getattr(args, k) != default[k]}
+        device = knobs_from_args(args).device
+        return RunSpec(
+            args.workload, scale=scale, knobs=Knobs(device=device), job_knobs=asked, seed=args.seed, **lengths
+        )
+    if get_job_factory(args.workload) is None and args.workload not in workload_names():
+        jobs = ", ".join(job_names()) or "none registered (register one, then name its module with --import)"
+        raise PerfsuiteError(
+            f"unknown workload or job {args.workload!r}: workloads are {', '.join(workload_names())}; jobs: {jobs}; "
+            "or give a perf test's node id, e.g. "
+            "tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]"
+        )
+    return RunSpec(
+        args.workload,
+        scale=scale,
+        knobs=knobs_from_args(args),
+        seed=args.seed,
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+        **lengths,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from perfsuite.core.tmpfiles import write_text_atomic
+    from perfsuite.plugin.capture import capture_test, looks_like_test_id
+    from perfsuite.report import doctor as report
+    from perfsuite.tools.doctor import diagnose
+
+    _check_outputs(args)
+    update, stop = _progress()
+    diagnoses = []
+    counterfactuals = not args.no_counterfactuals
+    try:
+        if looks_like_test_id(args.workload):
+
+            def handle(spec: Any, result_id: str) -> Any:
+                spec = dataclasses.replace(
+                    spec,
+                    steps=args.steps or max(spec.steps, DEFAULT_STEPS),
+                    warmup=args.warmup if args.warmup is not None else max(spec.warmup, DEFAULT_WARMUP),
+                    observe_steps=args.observe_steps or max(spec.observe_steps, DEFAULT_OBSERVE),
+                    target_samples_per_s=args.target_samples_per_s,
+                )
+                d = diagnose(spec, result_id, args.rounds, counterfactuals, lambda s: update(f"{result_id}: {s}"))
+                diagnoses.append(d)
+                return d.results[-1]
+
+            import_modules(args.imports)
+            capture_test(args.workload, handle)
+        else:
+            spec = _spec(args)
+            diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update))
+    except KeyboardInterrupt:
+        stop()
+        print("perfsuite doctor: interrupted; nothing written", file=sys.stderr)
+        return 130
+    finally:
+        stop()
+    dicts = [d.to_dict() for d in diagnoses]
+    print("\n\n".join(report.format_terminal(d) for d in dicts))
+    if args.markdown:
+        write_text_atomic(args.markdown, report.format_markdown(dicts))
+        print(f"wrote {args.markdown}")
+    if args.json_out:
+        write_text_atomic(args.json_out, report.to_json(dicts))
+        print(f"wrote {args.json_out}")
+    if args.png:
+        try:
+            report.write_png(dicts, args.png)
+            print(f"wrote {args.png}")
+        except ImportError:
+            print(f"did not write {args.png}: the timeline needs matplotlib (pip install perfsuite[charts])")
+    return 0

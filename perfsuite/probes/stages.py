@@ -1,0 +1,294 @@
+"""The loader's stages replayed after the window: CPU time per sample of each, on the same indices in every run.
+
+The window's figure (:mod:`perfsuite.probes.loader`) says what the loader's
+processes spent; it cannot say on what, because nothing runs inside the workers.
+After the window, before any probe instruments, this module runs the loader's
+own code again in the training process, one batch at a time, and times each
+stage with the thread's CPU clock (``time.thread_time_ns``: user + system of this
+thread only, so neither waiting nor other threads count):
+
+* ``__getitem__``: the Dataset's item, read and decode included; when the
+  Dataset holds its per-sample transform as an attribute (``transform``,
+  ``transforms``, ``augment``, ``target_transform``, ``joint_transform``, the
+  torchvision and perfsuite conventions), that callable is timed apart as
+  ``transform`` and ``__getitem__`` keeps the rest (reading and decoding);
+* ``collate_fn``: the loader's collate on the batch's samples;
+* ``pin_memory``: on CUDA with ``pin_memory=True``, pinning the batch.
+
+Every run replays the same indices (a fixed permutation) with the Python,
+NumPy and torch generators seeded per batch, on a copy of the Dataset, with one
+intra-op thread (as a worker has); the generators' states and the thread count
+are restored afterwards, so the observed steps see what they would have seen.
+
+Each batch is replayed ``repeats`` times and, for each sample and for the collate,
+the fastest of the repeats kept (a short interval is seldom preempted), and beside it a
+fixed calibration kernel (decode a fixed JPEG in memory, resize it, sort an
+array) is timed the same way: on a shared CPU the cost of the same instructions
+moves with what runs beside them (an SMT sibling, the caches), so verdicts
+compare per-batch costs in units of the calibration measured at that moment
+(:attr:`perfsuite.core.metrics.MetricSpec.scale_by`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+TRANSFORM_ATTRS = ("transform", "transforms", "augment", "target_transform", "joint_transform")
+STAGES = ("__getitem__", "transform", "collate_fn", "pin_memory")
+MIN_BATCHES = 5  # the timing rule's fewest samples per side
+
+
+@dataclass
+class Replay:
+    """Per replayed batch: CPU ms per sample (all stages), the calibration's ms, and each stage's ms per sample."""
+
+    batch_size: int
+    per_batch_ms: list[float] = field(default_factory=list)
+    cal_ms: list[float] = field(default_factory=list)
+    stages: dict[str, list[float]] = field(default_factory=dict)
+    code: dict[str, str] = field(default_factory=dict)  # stage -> the user's callable that runs it
+    h2d_ms: list[float] = field(default_factory=list)  # CUDA only: wall time of the batch's host->device copy
+    repeats: int = 1
+    cpu_s: float = 0.0  # the replay's own CPU time (what the ledger costs after the window)
+
+
+def _qualname(obj: Any) -> str:
+    fn = getattr(obj, "__func__", obj)
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+class _Timed:
+    """A callable that adds its thread CPU time to a counter: wraps a transform on the Dataset's copy only."""
+
+    def __init__(self, fn: Callable[..., Any], counter: list[int]) -> None:
+        self.fn, self.counter = fn, counter
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.thread_time_ns()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.counter[0] += time.thread_time_ns() - t0
+
+
+_CAL_IMAGE: bytes | None = None
+
+
+def _cal_image() -> bytes:
+    global _CAL_IMAGE
+    if _CAL_IMAGE is None:
+        import numpy as np
+        from PIL import Image
+
+        pixels = np.random.default_rng(20).integers(0, 256, (96, 96, 3), dtype=np.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(pixels).save(buf, format="JPEG", quality=90)
+        _CAL_IMAGE = buf.getvalue()
+    return _CAL_IMAGE
+
+
+def calibrate(parts: int = 3) -> int:
+    """Thread CPU ns of a fixed piece of loader-like work: decode a 96x96 JPEG, resize it, sort 4096 floats.
+
+    Done ``parts`` times, each timed alone and the fastest kept (x ``parts``), as the replay keeps the
+    fastest copy of each sample: short intervals, seldom preempted.
+    """
+    import numpy as np
+    from PIL import Image
+
+    data = _cal_image()
+    values = np.random.default_rng(21).random(4096)
+    best = -1
+    for _ in range(parts):
+        t0 = time.thread_time_ns()
+        with Image.open(io.BytesIO(data)) as img:
+            small = img.convert("RGB").resize((64, 64))
+        np.asarray(small, dtype=np.float32).sum()
+        np.sort(values)
+        spent = time.thread_time_ns() - t0
+        best = spent if best < 0 else min(best, spent)
+    return best * parts
+
+
+@contextlib.contextmanager
+def _isolated(seed: int | None = None) -> Iterator[Callable[[int], None]]:
+    """Save the global generators and torch's thread count; yield a reseeder; restore everything."""
+    import numpy as np
+    import torch
+
+    py, npy, th, threads = random.getstate(), np.random.get_state(), torch.get_rng_state(), torch.get_num_threads()
+
+    def reseed(k: int) -> None:
+        random.seed(k)
+        np.random.seed(k % 2**32)
+        torch.manual_seed(k)
+
+    try:
+        torch.set_num_threads(1)  # what a DataLoader worker runs with
+        yield reseed
+    finally:
+        random.setstate(py)
+        np.random.set_state(npy)
+        torch.set_rng_state(th)
+        torch.set_num_threads(threads)
+
+
+def _copy(dataset: Any) -> Any:
+    try:
+        return copy.deepcopy(dataset)
+    except Exception:  # noqa: BLE001 - a Dataset holding a file handle or a lock: time a shallow copy instead
+        return copy.copy(dataset)
+
+
+def replay_plan(loader: Any, batch_size: int) -> tuple[Any, Callable[..., Any] | None, int] | str:
+    """(dataset, collate_fn, samples per batch), or why the loader cannot be replayed."""
+    from torch.utils.data import DataLoader, IterableDataset
+
+    if not isinstance(loader, DataLoader):
+        return f"the loader is a {type(loader).__name__}, not a torch DataLoader: its stages cannot be told apart"
+    dataset = loader.dataset
+    if isinstance(dataset, IterableDataset):
+        return "an IterableDataset has no indices to replay its samples by"
+    try:
+        n = len(dataset)  # type: ignore[arg-type]
+    except TypeError:
+        return f"{type(dataset).__name__} has no len(): its samples cannot be replayed by index"
+    if n == 0:
+        return f"{type(dataset).__name__} is empty"
+    per_batch = loader.batch_size if loader.batch_size is not None else (batch_size or 1)
+    collate = loader.collate_fn if (loader.batch_size is not None or loader.batch_sampler is not None) else None
+    return dataset, collate, int(per_batch)
+
+
+def replay(
+    loader: Any,
+    batch_size: int,
+    device: Any = None,
+    batches: int = 8,
+    repeats: int = 3,
+    budget_s: float = 2.0,
+    seed: int = 0,
+) -> Replay | str:
+    """Replay the loader's stages on ``batches`` fixed batches of indices; a Replay, or why it could not.
+
+    Stops early once ``budget_s`` of CPU has been spent and at least
+    :data:`MIN_BATCHES` batches are timed (a heavy Dataset at full scale).
+    """
+    import numpy as np
+
+    plan = replay_plan(loader, batch_size)
+    if isinstance(plan, str):
+        return plan
+    dataset, collate, per_batch = plan
+    cuda = device is not None and str(device).startswith("cuda")
+    pin = bool(getattr(loader, "pin_memory", False)) and cuda
+    clone = _copy(dataset)
+    transform_ns = [0]
+    timed = []
+    for attr in TRANSFORM_ATTRS:
+        fn = getattr(clone, attr, None)
+        if callable(fn) and not isinstance(fn, type):
+            try:
+                setattr(clone, attr, _Timed(fn, transform_ns))
+                timed.append(attr)
+            except (AttributeError, TypeError):  # a read-only property: leave it inside __getitem__
+                continue
+    out = Replay(per_batch, repeats=repeats)
+    out.code["__getitem__"] = f"{_qualname(type(dataset))}.__getitem__"
+    if timed:
+        out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in timed)
+    if collate is not None:
+        out.code["collate_fn"] = _qualname(collate)
+    if pin:
+        out.code["pin_memory"] = "DataLoader(pin_memory=True)"
+    for name in ("__getitem__", *(("transform",) if timed else ()), *(("collate_fn",) if collate else ())):
+        out.stages[name] = []
+    if pin:
+        out.stages["pin_memory"] = []
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    started = time.thread_time()
+    with _isolated() as reseed:
+        reseed(seed)  # one untimed pass first: lazy imports, first-touch allocations, cold caches
+        first = [clone[int(i)] for i in order[: min(per_batch, len(order))]]
+        if collate is not None:
+            collate(first)
+        calibrate(1)
+        for b in range(batches):
+            indices = [int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)]
+            # Per unit of work (each sample, the collate, the pinning), the fastest of the repeats: a short
+            # interval is seldom preempted, and the fastest copy is the one least disturbed by what shares the core.
+            items: list[tuple[int, int]] = []  # per sample: (total ns, of which transform ns), fastest repeat
+            stage_ns = {"collate_fn": -1, "pin_memory": -1}
+            best_cal = -1
+            for _ in range(repeats):
+                reseed(seed * 1_000_003 + b)
+                samples = []
+                for k, i in enumerate(indices):
+                    transform_ns[0] = 0
+                    t0 = time.thread_time_ns()
+                    samples.append(clone[i])
+                    spent = (time.thread_time_ns() - t0, transform_ns[0])
+                    if len(items) <= k:
+                        items.append(spent)
+                    elif spent[0] < items[k][0]:
+                        items[k] = spent
+                t1 = time.thread_time_ns()
+                batch = collate(samples) if collate is not None else samples
+                t2 = time.thread_time_ns()
+                if pin:
+                    from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+                    batch = pin_batch(batch)
+                t3 = time.thread_time_ns()
+                for name, ns in (("collate_fn", t2 - t1), ("pin_memory", t3 - t2)):
+                    stage_ns[name] = ns if stage_ns[name] < 0 else min(stage_ns[name], ns)
+                cal = calibrate()
+                best_cal = cal if best_cal < 0 else min(best_cal, cal)
+            split = {
+                "__getitem__": sum(total - tr for total, tr in items),
+                "transform": sum(tr for _, tr in items),
+                "collate_fn": stage_ns["collate_fn"] if collate is not None else 0,
+                "pin_memory": stage_ns["pin_memory"] if pin else 0,
+            }
+            out.per_batch_ms.append(sum(split.values()) / 1e6 / per_batch)
+            out.cal_ms.append(best_cal / 1e6)
+            for name in out.stages:
+                out.stages[name].append(max(0, split[name]) / 1e6 / per_batch)
+            if cuda:
+                out.h2d_ms.append(_copy_ms(batch, device))
+            if time.thread_time() - started > budget_s and b + 1 >= MIN_BATCHES:
+                break
+    out.cpu_s = time.thread_time() - started
+    return out
+
+
+def _copy_ms(batch: Any, device: Any) -> float:
+    """Wall ms of moving a pinned batch to the device (a DMA copy: wall time, not CPU time)."""
+    import torch
+
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    _move(batch, device)
+    torch.cuda.synchronize(device)
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _move(batch: Any, device: Any) -> Any:
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: _move(v, device) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return [_move(v, device) for v in batch]
+    return batch

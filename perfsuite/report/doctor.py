@@ -1,0 +1,212 @@
+"""``perfsuite doctor``'s report: for people in a terminal, as markdown, as JSON, and a timeline PNG.
+
+Each renderer takes the plain dict of :meth:`perfsuite.tools.doctor.Diagnosis.to_dict`
+(one per diagnosed run), so the report knows nothing of how it was measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+BAR = 24
+
+
+def _bar(share: float) -> str:
+    n = max(0, min(BAR, round(share * BAR)))
+    return "#" * n
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _wait_line(wait: Mapping[str, Any]) -> str:
+    if not wait:
+        return "data wait: not measured"
+    ci = f"[{wait['confidence']:.0%} CI {wait['low']:.1%}..{wait['high']:.1%}, {wait['steps']} steps]"
+    verdict = wait["band"] or f"no band called: the interval spans the {wait['edge']:.0%} edge"
+    return f"data wait {wait['share']:.1%} {ci}: {verdict} (TensorFlow's bands: <5% not, 5-20% moderately, >20% highly)"
+
+
+def _ledger_lines(ledger: Mapping[str, Any]) -> list[str]:
+    if not ledger:
+        return []
+    step = ledger["step_ms"]
+    lines = [f"per-step time ledger (ms per step; the parts add up to the window's mean step of {step:.3g} ms)"]
+    sites = ledger.get("sync_sites") or {}
+    for name, ms in ledger["parts"].items():
+        share = ledger["shares"].get(name, 0.0)
+        extra = ""
+        if name == "host syncs" and ledger.get("syncs_per_step"):
+            extra = f"  {ledger['syncs_per_step']:g}/step: " + ", ".join(list(sites)[:2])
+        lines.append(f"  {name:<20}{ms:>10.3g} {share:>6.0%}  {_bar(max(0.0, share)):<{BAR}}{extra}".rstrip())
+    lines += [f"  note: {n}" for n in ledger.get("notes", [])]
+    return lines
+
+
+def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
+    if not stages:
+        return []
+    if not stages.get("available"):
+        return [f"loader stages: unavailable ({stages.get('reason')})"]
+    head = (
+        f"loader: CPU ms per sample by stage, num_workers={stages.get('num_workers')}, capacity "
+        f"{_fmt(stages.get('capacity_samples_per_s'), '.4g')} samples/s from the stages"
+    )
+    if stages.get("capacity_after_overhead"):
+        head += f", {stages['capacity_after_overhead']:.4g} after the worker processes' overhead"
+    if stages.get("headroom") is not None:
+        head += f", headroom x{stages['headroom']:.2f} against {stages.get('demand')}"
+    elif stages.get("headroom_reason"):
+        head += f", headroom unavailable ({stages['headroom_reason']})"
+    lines = [head]
+    for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
+        share = stages["shares"].get(name, 0.0)
+        lines.append(f"  {name:<20}{ms:>10.3g} {share:>6.0%}  {stages['code'].get(name, '')}")
+    if stages.get("main_load_ms_per_step") is not None:
+        lines.append(
+            f"  the training process spends {stages['main_load_ms_per_step']:.3g} ms of CPU per step in next(loader)"
+        )
+    return lines
+
+
+def _finding_lines(findings: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["findings"]
+    for i, f in enumerate(findings, 1):
+        lines.append(f" {i}. {f['title']}")
+        lines.append(f"    evidence: {f['evidence']}")
+        lines.append(f"    fix: {f['fix']}")
+        if f.get("effect"):
+            lines.append(f"    measured: {f['effect']}")
+    return lines
+
+
+def format_terminal(diag: Mapping[str, Any]) -> str:
+    """The report for people: the bottleneck first, then the ledger, the loader's stages, the findings."""
+    knobs = diag.get("knobs", {})
+    workers = knobs.get("num_workers")
+    lines = [
+        f"perfsuite doctor: {diag['target']} ({diag.get('workload')}) on {diag['device']}, {diag['rounds']} run(s)"
+        + (f", num_workers={workers}" if workers is not None else ""),
+        f"bottleneck: {diag['bottleneck']}",
+        "",
+        *_ledger_lines(diag.get("ledger", {})),
+        _wait_line(diag.get("wait", {})),
+        "",
+        *_stage_lines(diag.get("stages", {})),
+        "",
+        *_finding_lines(diag.get("findings", [])),
+    ]
+    lines += [f"note: {n}" for n in diag.get("notes", [])]
+    return "\n".join(lines)
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(diags: Sequence[Mapping[str, Any]]) -> str:
+    """One section per diagnosed run, for a PR comment or a ticket."""
+    out = ["# perfsuite doctor", ""]
+    for d in diags:
+        out += [f"## {_md(d['target'])}", "", f"**Bottleneck:** {_md(d['bottleneck'])}", ""]
+        ledger = d.get("ledger") or {}
+        if ledger:
+            out += ["| part of the step | ms/step | share |", "|---|---:|---:|"]
+            for name, ms in ledger["parts"].items():
+                out.append(f"| {name} | {ms:.3g} | {ledger['shares'].get(name, 0.0):.0%} |")
+            out.append(f"| **step** | {ledger['step_ms']:.3g} | 100% |")
+            out.append("")
+        out += [_md(_wait_line(d.get("wait", {}))), ""]
+        stages = d.get("stages") or {}
+        if stages.get("available"):
+            out += ["| loader stage | CPU ms/sample | share | code |", "|---|---:|---:|---|"]
+            for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
+                out.append(
+                    f"| {name} | {ms:.3g} | {stages['shares'].get(name, 0):.0%} | {_md(stages['code'].get(name, ''))} |"
+                )
+            out.append("")
+        for i, f in enumerate(d.get("findings", []), 1):
+            out.append(f"{i}. **{_md(f['title'])}**: {_md(f['evidence'])}. Fix: `{_md(f['fix'])}`.")
+            if f.get("effect"):
+                out.append(f"   Measured: {_md(f['effect'])}.")
+        out += [f"> {_md(n)}" for n in d.get("notes", [])]
+        out.append("")
+    return "\n".join(out)
+
+
+def to_json(diags: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps({"schema": 1, "diagnoses": list(diags)}, indent=2, default=str) + "\n"
+
+
+def write_png(diags: Sequence[Mapping[str, Any]], path: Path | str) -> Path:
+    """A timeline per diagnosed run: the window's steps with the data wait shaded, the loader's busy cores
+    (NVML utilisation on top on a GPU), and the observed steps with their syncs and copies shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfsuite.core.tmpfiles import write_bytes_atomic
+
+    rows = len(diags)
+    fig, axes = plt.subplots(rows, 2, figsize=(13, 3.2 * rows), squeeze=False, gridspec_kw={"width_ratios": [3, 1]})
+    for (ax, obs), d in zip(axes, diags):
+        tl = d.get("timeline", {})
+        t = 0.0
+        for i, (fetch, step) in enumerate(zip(tl.get("fetch_ms", []), tl.get("host_step_ms", []))):
+            ax.barh(0, fetch, left=t, height=0.6, color="#ff7f0e", label="data wait" if i == 0 else None)
+            ax.barh(
+                0, max(0.0, step - fetch), left=t + fetch, height=0.6, color="#1f77b4", label="step" if i == 0 else None
+            )
+            ax.axvline(t, color="white", lw=0.6)
+            t += step
+        ax.set_yticks([])
+        ax.set_xlabel("ms since the measured window began")
+        ax.set_title(f"{d['target']}: {d['bottleneck']}", fontsize=9, loc="left")
+        if tl.get("loader_cpu_t"):
+            twin = ax.twinx()
+            twin.plot(
+                [x * 1e3 for x in tl["loader_cpu_t"]],
+                tl["loader_cpu_cores"],
+                color="#2ca02c",
+                lw=1,
+                label="loader CPU (cores)",
+            )
+            twin.set_ylabel("loader cores busy", fontsize=8)
+            twin.set_ylim(bottom=0)
+        if tl.get("gpu_util"):
+            twin2 = ax.twinx()
+            twin2.plot([x * 1e3 for x in tl["gpu_t"]], tl["gpu_util"], color="#d62728", lw=1, label="GPU util")
+            twin2.set_ylim(0, 1.05)
+            twin2.set_yticks([])
+        ax.legend(loc="upper left", fontsize=7)
+        for i, step in enumerate(tl.get("observed_steps", [])):
+            obs.barh(i, step["wall_ms"], color="#c7c7c7", height=0.6, label="observed step" if i == 0 else None)
+            for k, (start, ms, _label) in enumerate(step["syncs"]):
+                obs.barh(
+                    i,
+                    max(ms, step["wall_ms"] / 200),
+                    left=start,
+                    color="#d62728",
+                    height=0.6,
+                    label="host sync" if i == 0 and k == 0 else None,
+                )
+            for k, (start, ms, _label) in enumerate(step["copies"]):
+                obs.barh(
+                    i, ms, left=start, color="#2ca02c", height=0.6, label="H2D copy" if i == 0 and k == 0 else None
+                )
+        obs.set_xlabel("ms within the observed step")
+        obs.set_yticks([])
+        if tl.get("observed_steps"):
+            obs.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return write_bytes_atomic(Path(path), buf.getvalue())
