@@ -66,19 +66,32 @@ def _torch_installed(session: nox.Session) -> bool:
     return isinstance(answer, str) and answer.strip().endswith("yes")
 
 
-@nox.session(venv_params=VENV_PARAMS)
-def tests(session: nox.Session) -> None:
-    """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason), on two xdist workers."""
+def run_tests(session: nox.Session, marker: str) -> None:
+    """pytest over tests/ (not the perf suite) on two xdist workers, the tests ``marker`` selects."""
     install(session)
     session.run(
         "pytest",
         "tests",
         "--ignore=tests/perf",
+        "-m",
+        marker,
         "-n",
         os.environ.get("PERFSUITE_TEST_WORKERS", "2"),
         *session.posargs,
         env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")},
     )
+
+
+@nox.session(venv_params=VENV_PARAMS)
+def tests(session: nox.Session) -> None:
+    """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason): all but the slow ones."""
+    run_tests(session, "not slow")
+
+
+@nox.session(venv_params=VENV_PARAMS)
+def slow(session: nox.Session) -> None:
+    """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor (CI runs them too)."""
+    run_tests(session, "slow")
 
 
 @nox.session(venv_params=VENV_PARAMS)

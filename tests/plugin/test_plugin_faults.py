@@ -80,7 +80,7 @@ def test_no_worker_outlives_a_failed_test(project):
         assert not left, left
     """.replace("BEFORE", repr(children()))
     )
-    out = run(project, "--perfsuite-deadline-warmup", "3", "-p", "no:randomly")
+    out = run(project, "--perfsuite-deadline-warmup", "3", "--perfsuite-deadline-floor", "3", "-p", "no:randomly")
     out.assert_outcomes(failed=1, passed=1)
     out.stdout.fnmatch_lines(["*the hang is in the step, at *test_no_worker_outlives_a_failed_test.py:* in step*"])
     assert "killed by signal" not in out.stdout.str()
