@@ -3,9 +3,9 @@
 The plugin, ``perfsuite compare``, ``perfsuite ab`` and the fault self-test
 (:mod:`perfsuite.tools.catch`) all judge through :func:`compare_results`, and every rule is
 chosen by the metric's kind (:mod:`perfsuite.core.metrics`): exact kinds compare exactly in
-both directions; a metric measured in the base and unavailable in the head (nothing compiled any
-more) is a regression with that reason; timing kinds are judged on their raw per-step samples
-(:mod:`perfsuite.judge.timing`, :mod:`perfsuite.judge.tails`); noisy summaries are unchanged
+both directions; an exact metric measured in the base and unavailable in the head (nothing compiled
+any more) is a regression with that reason, a timing one inconclusive; timing kinds are judged on
+their raw per-step samples (:mod:`perfsuite.judge.timing`, :mod:`perfsuite.judge.tails`); noisy summaries are unchanged
 within their tolerance and inconclusive beyond it. Failing verdicts carry their likely cause
 (:mod:`perfsuite.judge.causes`).
 """
@@ -106,14 +106,18 @@ def judge_metric(
     name = spec.name
     b, h = base.metric(name), head.metric(name)
     if b.available and not h.available:
+        # An exact count lost (nothing compiled any more) is a regression; a timing figure that this run could not
+        # measure (a speed of light slowed by a neighbour) is nothing to compare.
+        lost = spec.kind not in ("timing", "noisy")
         return Verdict(
             test_id,
             name,
             b.value,
             None,
             None,
-            Outcome.REGRESSED,
-            f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}",
+            Outcome.REGRESSED if lost else Outcome.INCONCLUSIVE,
+            f"{name} was {format_value(b.value)} and is now unavailable: {h.reason}"
+            + ("" if lost else " (not measured in this run: nothing to compare)"),
         )
     if not h.available:
         return Verdict(test_id, name, None, None, None, Outcome.UNAVAILABLE, f"{name} unavailable: {h.reason}")
@@ -168,7 +172,7 @@ def _judge_samples(
     if spec.rule == "tail":
         return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
     if spec.rule == "shares":
-        t = compare_shares(b_samples, h_samples, spec.tolerance, alpha)
+        t = compare_shares(b_samples, h_samples, spec.tolerance, alpha, factor=factor)
         if t.log_ratio is None:
             return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
         message = (

@@ -193,26 +193,33 @@ def compare_shares(
     margin: float,
     alpha: float = DEFAULT_ALPHA,
     min_samples: int = MIN_SAMPLES,
+    factor: float = 1.0,
 ) -> TimingComparison:
     """Judge per-step shares (fractions in [0, 1], higher is worse) of head against base.
 
-    regressed: the mean share rose by at least ``margin`` (absolute) AND
-    Mann-Whitney one-sided p < alpha; improved is the mirror image;
-    unchanged: the means differ by less than ``margin``. Shares near 0 make
-    ratios meaningless (0.01 -> 0.02 is noise, not a doubling), hence an
-    absolute margin. ``log_ratio`` holds the difference of the means.
+    regressed: the mean share rose by at least ``margin`` (absolute) AND by
+    the session's ``factor`` (ratio of the means) AND Mann-Whitney one-sided
+    p < alpha; improved is the mirror image; unchanged: the means differ by
+    less than ``margin``, or by less than ``factor``. Shares near 0 make
+    ratios meaningless (0.01 -> 0.02 is noise, not a doubling), hence the
+    absolute margin; the factor only lets a session ask for larger changes
+    (at the default x1.05 any rise of 0.1 clears it). ``log_ratio`` holds the
+    difference of the means.
     """
     if (short := too_few(base, head, min_samples)) is not None:
         return short
     b, h = sum(base) / len(base), sum(head) / len(head)
     p_slower = mann_whitney_u(head, base, "greater").p_value
     p_faster = mann_whitney_u(base, head, "greater").p_value
-    if h - b >= margin and p_slower < alpha:
+    within_factor = max(b, h) < min(b, h) * factor
+    if h - b >= margin and not within_factor and p_slower < alpha:
         outcome, reason = Outcome.REGRESSED, f"rose by {h - b:.2f} (>= {margin:g}), p={p_slower:.2g}"
-    elif b - h >= margin and p_faster < alpha:
+    elif b - h >= margin and not within_factor and p_faster < alpha:
         outcome, reason = Outcome.IMPROVED, f"fell by {b - h:.2f} (>= {margin:g}), p={p_faster:.2g}"
     elif abs(h - b) < margin:
         outcome, reason = Outcome.UNCHANGED, f"within +-{margin:g}"
+    elif within_factor:
+        outcome, reason = Outcome.UNCHANGED, f"moved by {h - b:+.2f}, within x{factor:g} (the session's factor)"
     else:
         outcome, reason = Outcome.INCONCLUSIVE, f"moved by {h - b:+.2f} but not significantly (p={p_slower:.2g})"
     return TimingComparison(outcome, b, h, h - b, p_slower, p_faster, None, reason)

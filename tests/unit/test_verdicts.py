@@ -145,15 +145,20 @@ def test_exact_metrics_compare_exactly(metric, base, head, outcome):
     assert v.outcome is outcome and (v.base, v.head) == (base, head)
 
 
-def test_metric_only_in_head_is_new_and_measured_then_unavailable_is_a_regression_with_the_reason():
-    base = make_result(noisy(10), gpu_util=0.9)
-    head = make_result(noisy(10), recompiles=0, gpu_util=Metric.unavailable("gpu_util", "no NVML"))
+def test_metric_only_in_head_is_new_and_a_timing_figure_not_measured_in_the_head_is_inconclusive():
+    """An exact count lost is a regression (the compile test below); a noisy or timing figure the head could not
+    measure (NVML gone, a speed of light a neighbour slowed) has nothing to compare: inconclusive, with the reason."""
+    eff = Metric("input_efficiency", 0.84, detail={"band": "moderately"})
+    base = make_result(noisy(10), gpu_util=0.9, input_efficiency=eff)
+    slowed = Metric.unavailable("input_efficiency", "the window ran 1.67x its speed of light")
+    head = make_result(
+        noisy(10), recompiles=0, gpu_util=Metric.unavailable("gpu_util", "no NVML"), input_efficiency=slowed
+    )
     by_metric = {v.metric: v for v in compare_results(base, head, "t")}
     assert by_metric["recompiles"].outcome is Outcome.NEW
-    assert (
-        by_metric["gpu_util"].outcome is Outcome.REGRESSED
-        and "now unavailable: no NVML" in by_metric["gpu_util"].message
-    )
+    for name, why in (("gpu_util", "no NVML"), ("input_efficiency", "1.67x its speed of light")):
+        assert by_metric[name].outcome is Outcome.INCONCLUSIVE and "now unavailable: " in by_metric[name].message
+        assert why in by_metric[name].message
 
 
 def test_a_metric_neither_side_measured_is_left_out():
