@@ -461,8 +461,17 @@ def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, ste
     return [(b - a) * 1e3 for a, b in zip(starts._host, ends._host)]
 
 
+# How far the speed of light's median step may run slower than the window's mean step work before the efficiency
+# it gives contradicts the data wait (a median of 5 steps against a mean of the window's: 5% of slack).
+SOL_SLACK = 0.05
+
+
 def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int, sol_steps: int) -> Metric:
-    """samples/s of the window over the speed of light's samples/s, with the data-wait band."""
+    """samples/s of the window over the speed of light's samples/s, with the data-wait band.
+
+    Never above 1, and never above the share of the window not spent waiting (beyond SOL_SLACK): a speed of
+    light slower than the window's own step work bounds nothing, so the figure is unavailable with both times.
+    """
     import numpy as np
 
     if not sol_ms or sol_samples <= 0:
@@ -499,6 +508,21 @@ def input_efficiency(t: WindowTimings, sol_ms: Sequence[float], sol_samples: int
                 f"{sol_step:.3g} ms fed a cached batch): the speed-of-light steps were slowed by something else "
                 "(another process, threads beyond the cores), so they bound nothing; data wait "
                 f"{wait:.1%} ({input_band(wait)})"
+            ),
+            detail=detail,
+        )
+    bound = 1.0 - wait  # the share of the window not spent waiting for batches
+    if ratio > bound * (1.0 + SOL_SLACK):  # the speed of light says the step's own work took longer than it did
+        compute = (t.wall_s - sum(t.fetch_s)) * 1e3 / max(1, t.steps)
+        return Metric(
+            "input_efficiency",
+            None,
+            "fraction",
+            reason=(
+                f"the speed-of-light step ({sol_step:.3g} ms fed a cached batch) took longer than the window's own "
+                f"steps did without their fetch ({compute:.3g} ms): it was slowed by something else (another "
+                f"process, threads beyond the cores), so its efficiency ({ratio:.2f}) would exceed the {bound:.0%} of "
+                f"the window not spent waiting; data wait {wait:.1%} ({input_band(wait)})"
             ),
             detail=detail,
         )

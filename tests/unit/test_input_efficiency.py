@@ -74,8 +74,12 @@ def test_a_run_measures_it_after_the_window_and_leaves_the_observed_steps_alone(
     with_sol, without = _run(3), _run(0)
     m = with_sol.metric("input_efficiency")
     assert m.detail["sol_steps"] == 3
-    # Measured: a value in (0, 1], or, when the window beat its speed of light, unavailable saying so (never > 1).
-    assert (m.available and 0 < m.value <= 1) or m.reason.startswith("the window ran")
+    # Measured: a value in (0, 1] within the share of the window not spent waiting, or, when the speed of light
+    # was slowed (the window beat it, or its step took longer than the window's own), unavailable saying so.
+    wait = m.detail["data_wait"]
+    assert (m.available and 0 < m.value <= (1 - wait) * 1.05) or m.reason.startswith(
+        ("the window ran", "the speed-of-light step")
+    )
     assert m.detail["band"] in ("not input-bound", "moderately input-bound", "highly input-bound")
     assert len(with_sol.samples["sol_step_ms"]) == 3 and without.samples["sol_step_ms"] == []
     assert not without.metric("input_efficiency").available
@@ -111,3 +115,16 @@ def test_a_window_faster_than_its_speed_of_light_gives_no_efficiency_above_1():
     assert not m.available
     assert m.reason.startswith("the window ran 2.00x its speed of light (50 ms per step, fetch included, vs 100 ms")
     assert "not input-bound" in m.reason and m.detail["sol_samples_per_s"] == pytest.approx(80.0)
+
+
+def test_an_efficiency_above_the_share_not_spent_waiting_is_unavailable_with_both_times():
+    """0.83 beside a 22.6% data wait (the README's first capture) cannot both be true: the speed of light ran
+    slower than the window's own step work."""
+    # 10 steps of batch 8 in 1 s, 0.3 s of it waiting: 70 ms of step work per step. A 60 ms speed of light gives
+    # 0.6 (consistent); an 80 ms one gives 0.8, above the 70% of the window not spent waiting.
+    t = WindowTimings(start_s=0.0, end_s=1.0, steps=10, batch_size=8, fetch_s=[0.03] * 10, samples=80)
+    assert input_efficiency(t, [60.0] * 5, 8, 5).value == pytest.approx(0.6)
+    m = input_efficiency(t, [80.0] * 5, 8, 5)
+    assert not m.available and m.detail["data_wait"] == pytest.approx(0.3)
+    assert m.reason.startswith("the speed-of-light step (80 ms fed a cached batch) took longer than the window's own")
+    assert "(70 ms)" in m.reason and "(0.80) would exceed the 70%" in m.reason and "highly input-bound" in m.reason
