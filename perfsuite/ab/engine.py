@@ -46,6 +46,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from perfsuite.ab.envs import prepare as prepare_envs
+from perfsuite.core.pytest_cmd import plugin_args
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.adaptive import DEFAULT_RULE, ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide
@@ -141,15 +142,6 @@ class SideRun:
     log_tail: str = ""
 
 
-def _plugin_args() -> list[str]:
-    """``-p perfsuite.plugin.hooks`` unless the environment registers the plugin itself (twice fails)."""
-    from importlib.metadata import entry_points
-
-    if any(ep.name == "perfsuite" for ep in entry_points(group="pytest11")):
-        return []
-    return ["-p", "perfsuite.plugin.hooks"]
-
-
 def run_side(
     side: str, worktree: Path, pytest_args: Sequence[str], out_dir: Path, python: str, timeout_s: float | None
 ) -> SideRun:
@@ -164,7 +156,7 @@ def run_side(
         "-m",
         "pytest",
         *pytest_args,
-        *_plugin_args(),
+        *plugin_args(),
         "-p",
         "no:cacheprovider",
         "-q",

@@ -117,6 +117,11 @@ class Fingerprint:
         hardware = self.gpu_model if self.gpu_model else f"cpu-{self.cpu_model}-{self.cpu_cores}c"
         return "__".join([_slug(hardware), f"torch-{_slug(self.torch)}", f"cuda-{_slug(self.cuda or 'none')}"])
 
+    @property
+    def machine_class(self) -> str:
+        """What per-machine thresholds are keyed by (``[tool.perfsuite.thresholds]``): "cpu", or the GPU model."""
+        return self.gpu_model or "cpu"
+
     @classmethod
     def collect(cls, device: str = "cpu") -> Fingerprint:
         """Read the fingerprint of this machine, for a run on ``device``."""

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 STALE_AFTER_S = 24 * 3600.0
 _MARK = ".tmp-"
 _OWNER = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9_-]*)-(?P<pid>\d+)-")
@@ -95,19 +97,7 @@ def is_leftover(path: Path, now: float | None = None) -> bool:
         return True
     if match["host"] != _host():
         return False  # another machine's run on a shared file system: only age can tell
-    return not _alive(int(match["pid"]))
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
+    return not psutil.pid_exists(int(match["pid"]))
 
 
 def sweep(directory: Path) -> list[Path]:

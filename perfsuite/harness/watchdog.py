@@ -63,6 +63,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+import psutil
+
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
 DEFAULT_LOADER_TIMEOUT_S = 300.0
@@ -208,22 +210,12 @@ def sweep_stack_dirs(parent: Path | None = None) -> list[Path]:
         return removed
     for path in candidates:
         pid = path.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or psutil.pid_exists(int(pid)):
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # ---------------------------------------------------------------------------------------------- main side

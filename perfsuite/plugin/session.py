@@ -44,7 +44,7 @@ from perfsuite.judge.exact import (
 )
 from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.plugin.settings import Settings, machine_class, machine_thresholds, machine_tuned
+from perfsuite.plugin.settings import Settings, machine_thresholds, machine_tuned
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).
 _DECISIVE = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
@@ -130,7 +130,7 @@ class PerfSession:
         return [store.save() for store in self.exact.values() if store.changed]
 
     def bounds_for(self, result: Result, marker_bounds: Mapping[str, Any], test_name: str, nodeid: str) -> dict:
-        machine = machine_class(result.fingerprint.gpu_model)
+        machine = result.fingerprint.machine_class
         return {**marker_bounds, **machine_thresholds(self.settings, machine, test_name, nodeid)}
 
     def judge(
@@ -140,9 +140,7 @@ class PerfSession:
         try:
             for rec in records:
                 self.results[rec.result_id] = rec.result
-                out.tuned = machine_tuned(
-                    self.settings, machine_class(rec.result.fingerprint.gpu_model), test_name, nodeid
-                )
+                out.tuned = machine_tuned(self.settings, rec.result.fingerprint.machine_class, test_name, nodeid)
                 if rec.check:
                     self._thresholds(rec, self.bounds_for(rec.result, marker_bounds, test_name, nodeid), out)
                 if self.settings.compare:

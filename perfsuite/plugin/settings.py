@@ -282,11 +282,6 @@ def _check_threshold_tables(tables: Mapping[str, Any]) -> dict[str, dict[str, An
     return {machine: dict(table) for machine, table in tables.items()}
 
 
-def machine_class(gpu_model: str | None) -> str:
-    """``"cpu"`` for a CPU run, else the GPU model as torch names it."""
-    return gpu_model or "cpu"
-
-
 def _matches(pattern: str, text: str) -> bool:
     return pattern == text or fnmatch.fnmatchcase(text.lower(), pattern.lower())
 

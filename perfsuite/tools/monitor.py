@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from perfsuite.errors import PerfsuiteError
 from perfsuite.probes.gpm import GPM_NAMES
 from perfsuite.probes.nvml import THROTTLE_BITS, NvmlSampler, Timeline
@@ -183,16 +185,6 @@ def row_text(tl: Timeline, i: int, limit_w: float | None, pid_mem: float | None 
     return " | ".join(parts) if parts else "no reading"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def monitor(
     backend: Any,
     interval_s: float = 1.0,
@@ -201,7 +193,7 @@ def monitor(
     on_row: Callable[[str], None] = lambda text: None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
-    alive: Callable[[int], bool] = _alive,
+    alive: Callable[[int], bool] = psutil.pid_exists,
 ) -> Session:
     """Sample every ``interval_s`` until ``duration_s`` has passed, ``pid`` has exited, or Ctrl-C; summarise."""
     sampler = NvmlSampler(backend, interval_s, clock)

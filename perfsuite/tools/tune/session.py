@@ -50,8 +50,8 @@ class TuneReport:
 
     @property
     def machine(self) -> str:
-        """The machine class the plugin's thresholds are keyed by (perfsuite.plugin.settings.machine_class)."""
-        return self.fingerprint.gpu_model or "cpu"
+        """The machine class the plugin's thresholds are keyed by."""
+        return self.fingerprint.machine_class
 
     @property
     def interrupted(self) -> bool:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfsuite.core.knobs import Knobs
+from perfsuite.core.pytest_cmd import plugin_args
 from perfsuite.core.results import Result
 from perfsuite.errors import KnobError, PerfsuiteError, RunTimeout
 from perfsuite.tools.tune.records import LEDGER, RunRecord, setting_of
@@ -227,7 +228,7 @@ class PytestTarget:
             "-m",
             "pytest",
             self.nodeid,
-            *_plugin_args(),
+            *plugin_args(),
             *(["-n", "0"] if importlib.util.find_spec("xdist") else []),
             "-p",
             "no:cacheprovider",
@@ -282,12 +283,3 @@ class PytestTarget:
                 "time: give a test id that calls perf_run once"
             )
         return record_from(next(iter(results.values())), setting, seconds)
-
-
-def _plugin_args() -> list[str]:
-    """``-p perfsuite.plugin.hooks`` unless the environment registers the plugin itself (as perfsuite ab does)."""
-    from importlib.metadata import entry_points
-
-    if any(ep.name == "perfsuite" for ep in entry_points(group="pytest11")):
-        return []
-    return ["-p", "perfsuite.plugin.hooks"]
