@@ -104,7 +104,9 @@ def test_a_users_job_gets_it_through_its_own_step(tmp_path):
     finally:
         sys.path.remove(str(example))
     m = result.metric("input_efficiency")
-    assert m.available and m.value > 0 and len(result.samples["sol_step_ms"]) == 2
+    assert len(result.samples["sol_step_ms"]) == 2 and m.detail["sol_steps"] == 2  # measured through the job's step
+    # a value, or unavailable saying its speed of light was slowed (the window beat it, or outran its step work)
+    assert (m.available and m.value > 0) or m.reason.startswith(("the window ran", "the speed-of-light step"))
     assert result.value("syncs_per_step") == 1  # the user's loss.item(), counted in the observed steps only
 
 
