@@ -276,8 +276,14 @@ def _period(site: Mapping[str, Any]) -> str:
     return f" (every {every} steps)" if isinstance(every, int) and every > 1 else ""
 
 
-def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3) -> str:
-    """What moved inside an exact metric: new call sites (``sites``) or the biggest changes in ``by``."""
+def movers(
+    base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3, head_scale: float = 1.0
+) -> str:
+    """What moved inside a metric: new call sites (``sites``) or the biggest changes in ``by``.
+
+    ``head_scale`` multiplies head's ``by`` figures: a calibrated metric puts them at the base's speed, as
+    its verdict's own figures are.
+    """
     from perfsuite.judge.verdict import format_value
 
     if "sites" in head_detail or "sites" in base_detail:
@@ -293,6 +299,7 @@ def movers(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: 
         )
     b_by, h_by = base_detail.get("by"), head_detail.get("by")
     if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
+        h_by = {k: float(v) * head_scale for k, v in h_by.items()}
         keys = set(b_by) | set(h_by)
         changes = sorted(
             ((float(h_by.get(k, 0)) - float(b_by.get(k, 0)), k) for k in keys), key=lambda c: (-abs(c[0]), c[1])

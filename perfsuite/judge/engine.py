@@ -191,16 +191,27 @@ def _judge_samples(
     per_sample = key == "step_ms" and base.batch_size != head.batch_size
     if per_sample:
         b_samples, h_samples = _per_sample(base, b_samples), _per_sample(head, h_samples)
-    calibration = ""
+    calibration, moved = "", 1.0
     rule_factor = max(spec.factor or factor, factor)  # a metric's own margin, never below the session's
     if spec.scale_by:
         scaled = calibrated(spec, base, head, b_samples, h_samples)
-        if scaled is not None:
-            b_samples, h_samples, moved = scaled
-            rule_factor = round(rule_factor * max(moved, 1 / moved) ** registry.CALIBRATION_TRUST, 3)
-            calibration = (
-                f", calibrated: the calibration kernel took x{moved:.3f} the base's CPU time, margin x{rule_factor:.3g}"
+        if scaled is None:  # a raw CPU time moves 20% between runs here: judged uncalibrated it would alarm
+            sides = [n for n, r in (("base", base), ("head", head)) if not r.samples.get(spec.scale_by)]
+            return Verdict(
+                test_id,
+                name,
+                base.value(name),
+                head.value(name),
+                None,
+                Outcome.INCONCLUSIVE,
+                f"{name}: {' and '.join(sides) or 'a side'} has no {spec.scale_by} samples beside its {key} ones "
+                "(recorded by another perfsuite version, whose calibration kernel differs); re-record it with this one",
             )
+        b_samples, h_samples, moved = scaled
+        rule_factor = round(rule_factor * max(moved, 1 / moved) ** registry.CALIBRATION_TRUST, 3)
+        calibration = (
+            f", calibrated: the calibration kernel took x{moved:.3f} the base's CPU time, margin x{rule_factor:.3g}"
+        )
     higher = spec.better == "higher"  # a rate: judged as its reciprocal, a time, then shown as the rate again
     t = compare_timing(
         [1.0 / x for x in b_samples] if higher and min(b_samples + h_samples) > 0 else b_samples,
@@ -229,9 +240,9 @@ def _judge_samples(
     if t.outcome in (Outcome.REGRESSED, Outcome.IMPROVED):
         from perfsuite.judge.causes import movers
 
-        stages = movers(base.metric(name).detail, head.metric(name).detail)
+        stages = movers(base.metric(name).detail, head.metric(name).detail, head_scale=1.0 / moved)
         if stages:
-            message += f"; by stage: {stages}"
+            message += f"; by stage: {stages}"  # head's at the base's calibration, as the medians are
     return Verdict(test_id, name, b_med, h_med, ratio, t.outcome, message)
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from perfsuite.core.results import Metric
 from perfsuite.probes import oscpu
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.probes.stages import Replay, replay
+from perfsuite.probes.stages import REPLAY_BATCHES, Replay, replay
 from perfsuite.probes.ticker import Ticker
 
 TICK_S = 0.05
@@ -101,7 +101,7 @@ class LoaderProbe(Probe):
     def __init__(
         self,
         tick_s: float = TICK_S,
-        replay_batches: int = 8,
+        replay_batches: int = REPLAY_BATCHES,
         replay_repeats: int = 3,
         replay_budget_s: float = 2.0,
     ) -> None:
@@ -327,7 +327,7 @@ class LoaderProbe(Probe):
         )
         self._samples = {
             "loader_cpu_ms": list(rep.per_batch_ms),
-            "loader_cal_ms": list(rep.cal_ms),
+            "loader_calib_ms": list(rep.cal_ms),
             "loader_capacity": [eff * 1e3 / ms if ms > 0 else 0.0 for ms in rep.per_batch_ms],
         }
         return out

@@ -77,15 +77,25 @@ def test_perfsuite_compare_exits_1_naming_the_cause(name: str, runs, tmp_path, c
 
 @pytest.mark.parametrize("reference", sorted({FAULTS[n].reference for n in CPU_FAULTS}))
 def test_aa_unchanged_reference_raises_no_alarm(reference: str, runs) -> None:
-    base, again = runs(reference), runs(reference, again=1)
-    alarms = [
-        c.message
-        for c in (
-            catch.decide(f, base, again) for f in FAULTS.values() if f.reference == reference and f.device == "cpu"
-        )
-        if c.caught
-    ]
-    assert not alarms
+    """The unchanged reference run again: an exact signal may never alarm; a statistical one, not twice in a row.
+
+    A statistical rule has a false alarm rate per single run pair that is small but not zero (measured for
+    the loader ledger in docs/loader.md, a few in a hundred on this 2-core VM, more beside a busy neighbour
+    such as the other xdist worker). One alarm is what that rate predicts now and then, so a statistical
+    alarm is put to a second, fresh A/A pair and fails the test only if it alarms there too: at 5% per pair,
+    1 session in 400. A rule whose false alarms are systematic alarms on both.
+    """
+    ours = [f for f in FAULTS.values() if f.reference == reference and f.device == "cpu"]
+
+    def alarms(base, head, faults):
+        return {c.fault: c.message for c in (catch.decide(f, base, head) for f in faults) if c.caught}
+
+    first = alarms(runs(reference), runs(reference, again=1), ours)
+    assert not {n: m for n, m in first.items() if FAULTS[n].rule == "exact"}
+    retry = [FAULTS[n] for n in first if FAULTS[n].rule != "exact"]
+    if retry:
+        again = alarms(runs(reference, again=2), runs(reference, again=3), retry)
+        assert not again, {n: (first[n], again[n]) for n in again}
 
 
 def test_config_forms_are_refused_up_front() -> None:
