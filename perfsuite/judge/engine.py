@@ -159,16 +159,12 @@ def _judge_samples(
 ) -> Verdict:
     name, key = spec.name, spec.samples or spec.name
     b_samples, h_samples = list(base.samples.get(key, [])), list(head.samples.get(key, []))
+
+    def unjudged(why: str) -> Verdict:
+        return Verdict(test_id, name, base.value(name), head.value(name), None, Outcome.INCONCLUSIVE, f"{name}: {why}")
+
     if not b_samples:
-        return Verdict(
-            test_id,
-            name,
-            base.value(name),
-            head.value(name),
-            None,
-            Outcome.INCONCLUSIVE,
-            f"{name}: the baseline has no raw {key} samples; re-record it with this perfsuite",
-        )
+        return unjudged(f"the baseline has no raw {key} samples; re-record it with this perfsuite")
     if spec.rule == "tail":
         return _judge_tail(spec, base, head, test_id, b_samples, h_samples, alpha)
     if spec.rule == "shares":
@@ -197,15 +193,9 @@ def _judge_samples(
         scaled = calibrated(spec, base, head, b_samples, h_samples)
         if scaled is None:  # a raw CPU time moves 20% between runs here: judged uncalibrated it would alarm
             sides = [n for n, r in (("base", base), ("head", head)) if not r.samples.get(spec.scale_by)]
-            return Verdict(
-                test_id,
-                name,
-                base.value(name),
-                head.value(name),
-                None,
-                Outcome.INCONCLUSIVE,
-                f"{name}: {' and '.join(sides) or 'a side'} has no {spec.scale_by} samples beside its {key} ones "
-                "(recorded by another perfsuite version, whose calibration kernel differs); re-record it with this one",
+            return unjudged(
+                f"{' and '.join(sides) or 'a side'} has no {spec.scale_by} samples beside its {key} ones (recorded "
+                "by another perfsuite version, whose calibration kernel differs); re-record it with this one"
             )
         b_samples, h_samples, moved = scaled
         rule_factor = round(rule_factor * max(moved, 1 / moved) ** registry.CALIBRATION_TRUST, 3)
