@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import signal
 import statistics
@@ -159,6 +160,30 @@ def _ledger(result: Any) -> dict[str, list[float]]:
     return {key: [round(x, 6) for x in result.samples.get(key, [])] for key in LEDGER_SAMPLES}
 
 
+def rejudge(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with ``loader_cpu_ms_per_sample`` judged again from its kept samples by today's engine.
+
+    Only that metric's samples are kept, so its rows are the only ones re-judged: the others stay as run.
+    """
+    from perfsuite.core.results import Fingerprint, Metric, Result
+
+    machine = Fingerprint.collect("cpu")
+
+    def result(ledger: dict[str, list[float]]) -> Result:
+        cpu = ledger["loader_cpu_ms"]
+        metric = Metric("loader_cpu_ms_per_sample", statistics.median(cpu), "ms/sample")
+        samples = {key: list(ledger[key]) for key in LEDGER_SAMPLES}
+        return Result(record["reference"], "smoke", {}, {metric.name: metric}, samples, machine, 1, len(cpu), 0)
+
+    outcomes: dict[str, Counter[str]] = {"aa": Counter(), "ab": Counter()}
+    for i, pair in enumerate(record["samples"]):
+        for v in compare_results(result(pair["base"]), result(pair["head"]), f"{pair['pair']}{i}", force=True):
+            if v.metric == "loader_cpu_ms_per_sample":
+                outcomes[pair["pair"]][str(v.outcome)] += 1
+    judged = {kind: {**record["outcomes"][kind], "loader_cpu_ms_per_sample": dict(c)} for kind, c in outcomes.items()}
+    return {**record, "outcomes": judged}
+
+
 def table(record: dict[str, Any], condition: str) -> str:
     n = record["pairs"]
     lines = [
@@ -190,7 +215,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conditions", nargs="+", default=["quiet", "busy"], choices=["quiet", "busy"])
     parser.add_argument("--reference", default="loader", choices=sorted(REFERENCES))
     parser.add_argument("--out", type=Path, default=Path("docs/data/loader_power"), help="where the JSON goes")
+    parser.add_argument(
+        "--rejudge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: judge these records' kept loader samples again with today's rule, rewrite them, print",
+    )
     args = parser.parse_args(argv)
+    if args.rejudge:
+        for path in args.rejudge:
+            record = rejudge(json.loads(path.read_text(encoding="utf-8")))
+            write_json_atomic(path, record)
+            print(table(record, record.get("condition", path.stem)), flush=True)
+        return 0
     if args.pairs < 1:
         parser.error("--pairs must be 1 or more")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the busy process on a kill too
