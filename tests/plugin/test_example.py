@@ -31,5 +31,23 @@ def test_the_example_workload_runs_saves_and_compares(project, tmp_path):
     compared.assert_outcomes(passed=6)
     out = compared.stdout.str()
     summary = out.split("= perfsuite =")[1]
-    assert "test_defects_gpu_aug" in out and "syncs_per_step" in out and "  new" not in summary
+    assert "test_defects_gpu_aug" in out and "syncs_per_step" in out
+    # Every metric has its baseline, unless the saved run could not measure it (a speed of light that a
+    # neighbour slowed leaves input_efficiency and loader_headroom unavailable, with the reason): then "new".
+    new = {line.split()[1] for line in summary.splitlines() if line.rstrip().endswith("  new")}
+    assert new <= unmeasured(stored), summary
     assert "exact checks held against committed baselines" in summary and "0 timing results new" in summary
+
+
+def unmeasured(stored: Path) -> set[str]:
+    """Metrics that some saved timing baseline holds as unavailable."""
+    import json
+
+    names = set()
+    for path in stored.rglob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for run in [data.get("result"), *(data.get("runs") or [])]:
+            for name, metric in ((run or {}).get("metrics") or {}).items():
+                if isinstance(metric, dict) and metric.get("value") is None:
+                    names.add(name)
+    return names
