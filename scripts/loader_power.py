@@ -225,7 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rejudge:
         for path in args.rejudge:
-            record = rejudge(json.loads(path.read_text(encoding="utf-8")))
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                parser.error(f"--rejudge {path}: cannot be read as JSON ({exc}); give a file this script wrote")
+            if not isinstance(record, dict) or "samples" not in record:
+                parser.error(f"--rejudge {path}: holds no kept samples; give a record written by this script")
+            record = rejudge(record)
             write_json_atomic(path, record)
             print(table(record, record.get("condition", path.stem)), flush=True)
         return 0
@@ -260,4 +266,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # `finally` has stopped the busy process; a partial condition is not written
+        print("interrupted: nothing written for the condition under way", file=sys.stderr)
+        sys.exit(130)

@@ -230,7 +230,7 @@ def _judge_samples(
     if t.outcome in (Outcome.REGRESSED, Outcome.IMPROVED):
         from perfsuite.judge.causes import movers
 
-        stages = movers(base.metric(name).detail, head.metric(name).detail, head_scale=1.0 / moved)
+        stages = movers(base.metric(name).detail, head.metric(name).detail, head_scale=moved if higher else 1 / moved)
         if stages:
             message += f"; by stage: {stages}"  # head's at the base's calibration, as the medians are
     return Verdict(test_id, name, b_med, h_med, ratio, t.outcome, message)
