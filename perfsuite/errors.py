@@ -55,6 +55,7 @@ class PropertyViolation(AugmentationError, AssertionError):
         self.sample = sample
         self.example: object = None
         self.seed: int | None = None
+        self.shrink: object = None  # the search's ShrinkBudget: how many shrink calls ran (perfsuite.augment.shrinking)
 
 
 class ResultError(PerfsuiteError, ValueError):

@@ -62,6 +62,7 @@ from perfsuite.augment.painting import (
     uniform,
 )
 from perfsuite.augment.search import assert_reproducible, flaky_advice, search_settings
+from perfsuite.augment.shrinking import ShrinkBudget, fingerprint, shrink_calls_for
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
 FUNC = "check_paired_augmentation"
@@ -550,6 +551,7 @@ def check_paired_augmentation(
     keys: tuple[str, str] | None = None,
     adapter: Callable[..., Output] | None = None,
     search_seed: int | None = None,
+    shrink_calls: int | None = None,
     **strategy_kwargs: Any,
 ) -> None:
     """Search for a batch on which ``fn`` breaks a property; raise :class:`PropertyViolation` if found.
@@ -585,6 +587,9 @@ def check_paired_augmentation(
             masks upscaled 50x). Implies ``same_size=False``.
         search_seed: run the search from this seed (derandomization off): runs that differ, each
             reproducible; default: the settings decide (``ci`` is derandomized: one fixed run).
+        shrink_calls: how many calls the shrinker may make once a failure is found; default: 100 for a
+            derandomized search (the ``ci`` profile: a red CI job reports in seconds), unbounded otherwise
+            (:mod:`perfsuite.augment.shrinking`). The failure says how far it shrank.
         settings: a ``hypothesis.settings``; default: the active profile, or outside pytest ``ci`` under
             ``CI`` (:mod:`perfsuite.augment.search`). Yours is merged with perfsuite's health-check
             suppressions; nothing is written into the working directory outside pytest.
@@ -675,15 +680,21 @@ def check_paired_augmentation(
     if search_seed is not None:
         base = hsettings(base, derandomize=False)
 
+    budget = ShrinkBudget(shrink_calls_for(base, shrink_calls))
+
     # One failure, shrunk, is what a user can read; several distinct ones arrive as an ExceptionGroup.
     @hsettings(base, report_multiple_bugs=False)
     @given(batch=batches, seed=seeds())
     def search(batch: Any, seed: int) -> None:
-        try:
-            check_example(paired, batch.masks, stream_seed(seed, len(batch.masks)), declared)
-        except PropertyViolation as e:
-            e.example, e.seed = batch, seed
-            raise
+        def body() -> None:
+            try:
+                check_example(paired, batch.masks, stream_seed(seed, len(batch.masks)), declared)
+            except PropertyViolation as e:
+                e.example, e.seed = batch, seed
+                e.shrink = budget
+                raise
+
+        budget.run(fingerprint(seed, batch.masks), body)
 
     if search_seed is not None:
         search = hypothesis.seed(search_seed)(search)
@@ -691,3 +702,7 @@ def check_paired_augmentation(
         search()
     except Flaky as exc:
         raise flaky_advice(exc) from exc
+    except PropertyViolation as exc:
+        if budget.limit is not None and exc.args:
+            exc.args = (f"{exc.args[0]}\n[{budget.describe()}]", *exc.args[1:])
+        raise

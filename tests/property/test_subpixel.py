@@ -59,7 +59,8 @@ def test_rotation_sampled_half_a_pixel_off_is_caught():
     err = _caught(lambda x, m: rotate(x, m, image_align_corners=True), same_size=True)
     assert "align_corners" in str(err) and "scale/rotation difference" in str(err)
     b, h, w = err.example.masks.shape
-    assert b <= 2 and max(h, w) <= 40
+    spent = err.shrink is not None and err.shrink.exhausted  # the ci profile's bounded shrink stopped it
+    assert b <= (3 if spent else 2) and max(h, w) <= 40
 
 
 def test_the_same_rotation_on_one_grid_passes():
