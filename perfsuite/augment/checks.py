@@ -46,7 +46,15 @@ import numpy as np
 
 from perfsuite.augment.adapters import LAYOUTS, NumpyPerSample, TorchBatched, make_adapter
 from perfsuite.augment.flips import assert_label_map
-from perfsuite.augment.hints import clamp_end, erased, interior_box, invented_label, padded_with
+from perfsuite.augment.hints import (
+    clamp_end,
+    erased,
+    interior_box,
+    invented_label,
+    overwritten_box,
+    padded_with,
+    pasted_from_another,
+)
 from perfsuite.augment.labels import CAST_ADVICE, LabelSpace, explain_by_cast
 from perfsuite.augment.outputs import Output, seeded, stack_outputs
 from perfsuite.augment.painting import (
@@ -222,6 +230,7 @@ def assert_aligned(
     margin: int = 1,
     masks_in: np.ndarray | None = None,
     num_classes: int | None = None,
+    batch_in: np.ndarray | None = None,
 ) -> None:
     """Where the output mask says label L (away from boundaries), the image shows L's colour.
 
@@ -235,15 +244,20 @@ def assert_aligned(
     quarter (the nearest of bilinear's four taps always does): a structure thin
     enough for nearest sampling to drop legitimately tints the image. Other
     samples' labels never count, so images-only MixUp/CutMix stay caught.
+
+    ``batch_in`` (the batch's input masks) only sharpens the cause: a box of the mask pasted from another
+    sample than the image's is named as such, even where mixing is declared.
     """
     skip = {ignore_index, ignore_index if fill is None else fill}
+    if batch_in is None:
+        batch_in = masks_in
     for i, (img, mask) in enumerate(zip(images_out, masks_out)):
         if photometric:
             colours_in = len(np.unique(masks_in[i])) + 1 if masks_in is not None else len(palette) + 1  # + black
-            _consistent(i, img, mask, skip, margin + 1, colours_in)
+            _consistent(i, img, mask, skip, margin + 1, colours_in, _Sources(batch_in, palette, ignore_index))
         else:
             partners = sorted(set(np.unique(masks_in[i]).tolist()) & set(palette)) if masks_in is not None else []
-            _strict(i, img, mask, palette, skip, margin, partners, ignore_index, num_classes)
+            _strict(i, img, mask, palette, skip, margin, partners, ignore_index, num_classes, batch_in)
 
 
 MIN_OWN_WEIGHT = 0.25  # bilinear: the tap nearest the sample point has weight >= 1/4
@@ -272,6 +286,7 @@ def _strict(
     partners: list[int],
     ignore_index: int | None = None,
     num_classes: int | None = None,
+    batch_in: np.ndarray | None = None,
 ) -> None:
     label, dist = decode(img, palette)
     if (dist <= EXACT_TOL).all():  # nothing resampled the image: no boundary to forgive
@@ -290,6 +305,10 @@ def _strict(
         y, x = (int(v[0]) for v in np.nonzero(content if content.any() else wrong))
         shown = "the fill colour (outside the image)" if label[y, x] == OUTSIDE else f"label {label[y, x]}"
         cause, advice = _misaligned_cause(mask, label, decodable, skip, (y, x), ignore_index, num_classes)
+        if cause == "geometry" and batch_in is not None:
+            pasted = pasted_from_another(i, batch_in, mask, np.where(decodable, label, OUTSIDE))
+            if pasted is not None:
+                cause, advice = pasted.cause, pasted.advice
         raise _violation(
             "alignment",
             f"the mask says label {mask[y, x]} but the image shows {shown} at {_first(wrong)}; {advice}",
@@ -299,6 +318,15 @@ def _strict(
     blended = uniform(mask, margin + 1) & keep & ~decodable
     if blended.any():
         y, x = (int(v[0]) for v in np.nonzero(blended))
+        box = overwritten_box(keep & ~decodable, mask, keep & decodable & (label == mask))
+        if box is not None:
+            raise _violation(
+                "alignment",
+                f"inside a region of label {mask[y, x]} the image colour {img[y, x].round(1).tolist()} is no label's "
+                f"colour at {_first(blended)}; {erased(int(mask[y, x]), box, ignore_index, 'overwritten').advice}",
+                sample=i,
+                cause="erase",
+            )
         raise _violation(
             "alignment",
             f"inside a region of label {mask[y, x]} the image colour {img[y, x].round(1).tolist()} is no label's "
@@ -358,7 +386,18 @@ def _misaligned_cause(
     return "geometry", GEOMETRY
 
 
-def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int, colours_in: int) -> None:
+@dataclass(frozen=True)
+class _Sources:
+    """What a photometric check needs to name a cause beyond geometry: the batch's input masks and palette."""
+
+    batch_in: np.ndarray | None
+    palette: dict
+    ignore_index: int | None
+
+
+def _consistent(
+    i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: int, colours_in: int, sources: _Sources | None = None
+) -> None:
     """Each label's pixels show one colour (jitter is a per-image function of colour).
 
     An image with no more distinct colours than the input had (``colours_in``,
@@ -377,13 +416,36 @@ def _consistent(i: int, img: np.ndarray, mask: np.ndarray, skip: set, margin: in
         if dev.max() > tol:
             ys, xs = np.nonzero(where)
             k = int(dev.argmax())
+            cause, advice = _photometric_cause(i, img, mask, keep, tol, sources)
             raise _violation(
                 "alignment",
                 f"pixels the mask labels {label} show different colours: (y={ys[k]}, x={xs[k]}) is "
-                f"{dev[k]:.0f} away from the label's median colour ({int((dev > tol).sum())} such pixels); {GEOMETRY}",
+                f"{dev[k]:.0f} away from the label's median colour ({int((dev > tol).sum())} such pixels); {advice}",
                 sample=i,
-                cause="geometry",
+                cause=cause,
             )
+
+
+def _photometric_cause(
+    i: int, img: np.ndarray, mask: np.ndarray, keep: np.ndarray, tol: float, sources: _Sources | None
+) -> tuple[str, str]:
+    """(cause, advice) for a label whose pixels show two colours: a pasted box from another sample than the
+    image's, an erase box (one label in the mask, other colours in the image), else geometry."""
+    if sources is not None and sources.batch_in is not None:
+        shown, _ = decode(img[None], sources.palette)
+        pasted = pasted_from_another(i, sources.batch_in, mask, shown[0])
+        if pasted is not None:
+            return pasted.cause, pasted.advice
+    off = np.zeros_like(keep)
+    for label in np.unique(mask[keep]).tolist():
+        where = keep & (mask == label)
+        colours = img[where]
+        off[where] = np.linalg.norm(colours - np.median(colours, axis=0), axis=-1) > tol
+    box = overwritten_box(off, mask, keep & ~off)
+    if box is not None:
+        ignore_index = sources.ignore_index if sources else None
+        return "erase", erased(int(mask[box[0], box[1]]), box, ignore_index, "overwritten").advice
+    return "geometry", GEOMETRY
 
 
 def assert_paired(masks_in: np.ndarray, images_out: np.ndarray, palette: dict[int, np.ndarray]) -> None:
@@ -468,6 +530,7 @@ def _check_output(masks: np.ndarray, out: Output, palette: dict, d: Declared) ->
         "margin": margin,
         "masks_in": None if d.mixes_samples else masks,
         "num_classes": d.num_classes,
+        "batch_in": masks if masks.shape == masks_out.shape else None,
     }
     if d.flip_map:
         if d.photometric:  # one colour per region, whatever label it carries: the pair identities rest on it

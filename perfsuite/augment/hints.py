@@ -86,6 +86,8 @@ ERASED = {
     "both": "image and mask were erased there, the mask with class {label}",
     "image": "the image shows the outside fill there (erased) while the mask says class {label}",
     "mask": "the mask was set to class {label} there while the image was not erased",
+    "overwritten": "the image was overwritten there (colours that are not class {label}'s: noise, a constant, "
+    "another picture) while the mask says class {label}",
 }
 
 
@@ -102,6 +104,86 @@ def erased(label: int, box: tuple[int, int, int, int], ignore_index: int | None,
         f"a {h}x{w} rectangle at (y={y0}, x={x0}): {ERASED[seen].format(label=label)} (RandomErasing, Cutout or "
         f"CoarseDropout with a class value for the mask): erased pixels are not class {label}. {erase_with}, "
         "wherever the image is erased",
+    )
+
+
+MIN_BOX_SHARE = 0.5  # of an erase box's pixels, at least this share must disagree with the mask
+SAME_SOURCE = 0.95  # a pasted mask box matches its source sample at this share of pixels at least
+IMAGE_SOURCE = 0.6  # the image's box is attributed to the sample it matches best, at this share at least
+
+
+def overwritten_box(bad: np.ndarray, mask: np.ndarray, good: np.ndarray) -> tuple[int, int, int, int] | None:
+    """``(y0, x0, h, w)`` when the pixels where image and mask disagree (``bad``) fill most of an axis-aligned
+    box inside the frame over which the mask holds one label, with pixels where they agree (``good``) elsewhere,
+    at least half the box's count: an eraser that wrote a class into the mask and something else into the image. None
+    otherwise (geometry moves whole regions, and an image-wide blend leaves no agreeing pixel around)."""
+    ys, xs = np.nonzero(bad)
+    if len(ys) < MIN_BOX_SIDE * MIN_BOX_SIDE:
+        return None
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+    h, w = mask.shape
+    if y0 == 0 or x0 == 0 or y1 == h - 1 or x1 == w - 1 or min(y1 - y0, x1 - x0) + 1 < MIN_BOX_SIDE:
+        return None
+    box = mask[y0 : y1 + 1, x0 : x1 + 1]
+    if (box != box.flat[0]).any() or bad[y0 : y1 + 1, x0 : x1 + 1].mean() < MIN_BOX_SHARE:
+        return None
+    if good.sum() < MIN_BOX_SHARE * box.size:  # an image-wide blend or overwrite leaves few agreeing pixels
+        return None
+    return y0, x0, y1 - y0 + 1, x1 - x0 + 1
+
+
+def _best_match(region: tuple[slice, slice], target: np.ndarray, masks_in: np.ndarray, skip: int) -> tuple[int, float]:
+    """The sample (other than ``skip``) whose input mask matches ``target`` best over ``region``, and the share."""
+    best, share = -1, 0.0
+    for j, m in enumerate(masks_in):
+        if j == skip:
+            continue
+        got = float((m[region] == target).mean())
+        if got > share:
+            best, share = j, got
+    return best, share
+
+
+def pasted_from_another(
+    i: int, masks_in: np.ndarray, mask_out: np.ndarray, shown_out: np.ndarray | None
+) -> Diagnosis | None:
+    """Sample ``i``'s mask holds a box copied from sample j at the same place, while its image shows sample k's
+    content there (or its own): the mix drew one partner for the image and another for the mask."""
+    if len(masks_in) < 2 or masks_in.shape[1:] != mask_out.shape:
+        return None
+    changed = mask_out != masks_in[i]
+    ys, xs = np.nonzero(changed)
+    if len(ys) < MIN_BOX_SIDE * MIN_BOX_SIDE:
+        return None
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+    h, w = mask_out.shape
+    if (y1 - y0 + 1) * (x1 - x0 + 1) >= 0.9 * h * w:
+        return None  # the whole frame: a reordered mask (pairing), not a pasted box
+    region = (slice(y0, y1 + 1), slice(x0, x1 + 1))
+    j, share = _best_match(region, mask_out[region], masks_in, skip=i)
+    if share < SAME_SOURCE:
+        return None
+    where = f"a {y1 - y0 + 1}x{x1 - x0 + 1} box at (y={y0}, x={x0})"
+    if shown_out is None:
+        image = "the image's content there is not sample {j}'s"
+    else:
+        shown = shown_out[region]
+        own = float((masks_in[i][region] == shown).mean())
+        k, k_share = _best_match(region, shown, masks_in, skip=-1)
+        if k == j or float((masks_in[j][region] == shown).mean()) >= IMAGE_SOURCE:
+            return None  # image and mask pasted from the same partner: a consistent mix
+        if own >= IMAGE_SOURCE and own >= k_share:
+            image = f"the image there still shows sample {i}'s own content ({own:.0%} of the box)"
+        elif k_share >= IMAGE_SOURCE:
+            image = f"the image there shows sample {k}'s content ({k_share:.0%} of the box)"
+        else:
+            image = "the image there shows content that is not sample {j}'s"
+    return Diagnosis(
+        "mixing source",
+        f"{where} of sample {i}'s mask is sample {j}'s mask at the same place ({share:.0%} of its pixels), but "
+        f"{image.format(j=j)}: the mix pasted the mask from another partner than the image (a permutation drawn "
+        "once for the images and again for the masks, or a mask-only paste). Draw the partner indices and the box "
+        "once, and index images and masks with the same ones",
     )
 
 
@@ -156,6 +238,10 @@ def invented_label(
                 "a permutation or a sort applied to one of them). Index images and masks with the same "
                 "permutation, or keep each pair in one record",
             )
+
+    pasted = pasted_from_another(i, masks_in, mask_out, shown_out)
+    if pasted is not None:
+        return pasted
 
     if shows is not None and shows == space.ignore_index and clamp_end(space.ignore_index, n) == label:
         return _clamped(label, f"the ignore index ({space.ignore_index})", "ignore_index", n)

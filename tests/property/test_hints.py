@@ -227,3 +227,48 @@ def test_images_only_mixup_is_blend():
 
     err = _caught(ImagesOnlyMixUp(p=1.0), "blend", min_batch=2)
     assert "MixUp on images only" in str(err)
+
+
+# -- causes that point at the fault (issue 35): erase to a real class, and a mix from the wrong partner ----
+
+
+def erase_with_noise(x, m):
+    """RandomErasing(value='random') on the image, 0 (a real class) on the mask, in the middle ninth of the frame
+    (scaled with the frame, as RandomErasing's box is: a fixed box would cover all of a shrunk 9x9 example)."""
+    x, m = x.clone(), m.clone()
+    h, w = m.shape[-2:]
+    box = (..., slice(h // 3, 2 * h // 3), slice(w // 3, 2 * w // 3))
+    g = torch.Generator().manual_seed(7)
+    x[box] = torch.rand(x[box].shape, generator=g) * 255
+    m[box] = 0
+    return x, m
+
+
+@pytest.mark.parametrize("photometric", [True, False])
+def test_random_erasing_into_class_zero_is_erase_not_geometry_or_blend(photometric):
+    err = _caught(erase_with_noise, "erase", photometric=photometric)
+    assert "rectangle at" in str(err) and "the image was overwritten there" in str(err)
+
+
+def test_black_cutout_into_class_zero_is_erase_under_photometric_checks():
+    err = _caught(lambda x, m: erase(x, m, 0), "erase", photometric=True)
+    assert "4x5 rectangle at (y=2, x=3)" in str(err) and "Erase masks with the ignore index (255)" in str(err)
+
+
+def cutmix_from_two_partners(x, m):
+    """CutMix whose mask box comes from another partner than the image box (two permutations drawn)."""
+    x, m = x.clone(), m.clone()
+    b, (h, w) = x.shape[0], m.shape[-2:]
+    image_from, mask_from = torch.arange(b).roll(1), torch.arange(b).roll(2 if b > 2 else 0)
+    box = (slice(None), slice(h // 4, h // 4 + h // 2), slice(w // 4, w // 4 + w // 2))
+    x.permute(1, 0, 2, 3)[box] = x[image_from].permute(1, 0, 2, 3)[box]
+    m[box] = m[mask_from][box]
+    return x, m
+
+
+@pytest.mark.parametrize("mixes_samples", [False, True])
+def test_cutmix_with_the_mask_from_another_partner_is_mixing_source(mixes_samples):
+    err = _caught(cutmix_from_two_partners, "mixing source", min_batch=3, mixes_samples=mixes_samples)
+    text = str(err)
+    assert "mask is sample" in text and "mask at the same place" in text and "the image there" in text, text
+    assert "Draw the partner indices and the box once" in text
