@@ -77,7 +77,9 @@ def site_changes(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any])
     recorded before sites kept their function and code is matched by line (both sides then), as it always was.
     """
     entries = [e for d in (base_detail, head_detail) for e in d.get("sites") or () if isinstance(e, Mapping)]
-    by_line = not all(has_identity(e) for e in entries)
+    # A file's breakdown was labelled entry by entry (by_identity): a side of sites then is too.
+    both = all(isinstance(d.get("sites"), list) for d in (base_detail, head_detail))
+    by_line = both and not all(has_identity(e) for e in entries)
     before, after = _side(base_detail, by_line), _side(head_detail, by_line)
     out = []
     for label in set(before) | set(after):

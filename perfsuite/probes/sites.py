@@ -62,6 +62,7 @@ class Sites:
             elif not path.startswith(self.harness):
                 site = f"{_short(path)}:{frame.f_lineno}"
                 if site not in self._origin:
+                    linecache.checkcache(path)  # the file as it is now: a script edited between two runs
                     code = frame.f_code
                     self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
                 return site, direct

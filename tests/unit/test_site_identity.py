@@ -141,6 +141,13 @@ def test_an_edit_above_sites_leaves_the_exact_file_unchanged_and_a_new_site_is_n
     assert "train.py:81" not in verdict.message and "train.py:91" not in verdict.message
 
 
+def test_a_file_breakdown_matches_a_head_whose_site_has_no_readable_code():
+    unread = {"op": "Tensor.item", "site": "generated.py:3", "per_step": 1.0}  # source not on disk
+    recorded = exact_breakdown(syncs_result([*BASE, unread]))["syncs_per_step"]
+    assert "Tensor.item at generated.py:3" in recorded
+    assert site_changes({"by": recorded}, {"sites": [*periodic(2), unread]}) == []
+
+
 # ----------------------------------------------------------------------------- the probe records what survives
 
 STEP = """import torch
