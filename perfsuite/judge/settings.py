@@ -10,7 +10,9 @@ and the batch size) are compared exactly, every time both runs know them:
   setting is not by itself a regression (tuning changes them on purpose), so
   it is *inconclusive* there: shown, with what to write to pin it, not failed;
 * a setting pinned by a marker (``@pytest.mark.perf(num_workers=2)``, a
-  :class:`~perfsuite.judge.thresholds.SettingPin`) fails whenever a run differs.
+  :class:`~perfsuite.judge.thresholds.SettingPin`) or by the committed exact
+  file (its ``settings`` section, :func:`pinned_changes`, written by
+  ``--perfsuite-update-exact``) fails whenever a run differs.
 
 A setting a user's job did not set or perfsuite could not read (``knob_sources``
 "not known"/"not applied") is not compared: nothing is known to have changed.
@@ -18,6 +20,7 @@ A setting a user's job did not set or perfsuite could not read (``knob_sources``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from perfsuite.core.results import Result
@@ -50,4 +53,45 @@ def setting_changes(base: Result, head: Result, test_id: str) -> list[Verdict]:
             f"pin it to fail on any change: @pytest.mark.perf({name}={b!r})"
         )
         verdicts.append(Verdict(test_id, name, b, h, None, Outcome.INCONCLUSIVE, message))
+    return verdicts
+
+
+def check_setting(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be a pinned ``name`` (None: it can), checked as the DataLoader argument would be."""
+    if name not in LOADER_SETTINGS:
+        return f"is not a loader setting; write one of {', '.join(LOADER_SETTINGS)}"
+    if name in ("persistent_workers", "pin_memory"):
+        return None if isinstance(value, bool) else "must be True or False"
+    if value is None and name == "prefetch_factor":
+        return None  # torch's default
+    least = 0 if name == "num_workers" else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        return f"must be an integer >= {least}"
+    return None
+
+
+def loader_settings(result: Result) -> dict[str, Any]:
+    """The loader settings a Result knows, as the committed exact file pins them."""
+    out = {}
+    for name in LOADER_SETTINGS:
+        known, value = recorded(result, name)
+        if known and check_setting(name, value) is None:
+            out[name] = value
+    return out
+
+
+def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, source: str, update: str) -> list[Verdict]:
+    """Each setting ``expected`` pins (the committed file's) that head runs with otherwise: a regression."""
+    verdicts = []
+    for name, want in expected.items():
+        known, got = recorded(head, name)
+        if not known:
+            message = f"{name} is pinned to {want!r} in {source} but this run did not record it"
+            verdicts.append(Verdict(test_id, name, want, None, None, Outcome.UNAVAILABLE, message))
+        elif got != want or type(got) is not type(want):
+            message = (
+                f"{name} {format_value(want)} -> {format_value(got)} (loader setting pinned in {source}); "
+                f"if intended, update it: `{update}`"
+            )
+            verdicts.append(Verdict(test_id, name, want, got, None, Outcome.REGRESSED, message))
     return verdicts

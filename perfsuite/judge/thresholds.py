@@ -15,7 +15,7 @@ from typing import Any
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import PerfsuiteError
-from perfsuite.judge.settings import LOADER_SETTINGS, recorded
+from perfsuite.judge.settings import LOADER_SETTINGS, check_setting, recorded
 from perfsuite.judge.verdict import Outcome, Verdict, format_value, value_ratio
 
 # --------------------------------------------------------------------------- thresholds
@@ -148,16 +148,10 @@ class SettingPin(Threshold):
 
 def _setting_pin(name: str, bound: Any) -> SettingPin:
     """A marker's loader-setting pin, its value checked as the DataLoader argument would be."""
-    flag = name in ("persistent_workers", "pin_memory")
-    ok = (
-        isinstance(bound, bool)
-        if flag
-        else (bound is None and name == "prefetch_factor")
-        or (isinstance(bound, int) and not isinstance(bound, bool) and bound >= (0 if name == "num_workers" else 1))
-    )
-    if not ok:
-        want = "True or False" if flag else f"an integer >= {0 if name == 'num_workers' else 1}"
-        raise PerfsuiteError(f"{name}={bound!r}: a pinned loader setting must be {want}, e.g. {name}=2")
+    problem = check_setting(name, bound)
+    if problem:
+        example = "True" if "True" in problem else "2"
+        raise PerfsuiteError(f"{name}={bound!r:.40}: a pinned loader setting {problem}, e.g. {name}={example}")
     return SettingPin(name, bound)
 
 

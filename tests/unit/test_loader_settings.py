@@ -97,3 +97,43 @@ def test_perfsuite_compare_names_the_change_in_markdown_and_json(tmp_path, capsy
     assert main(["compare", str(base), str(head), "--json"]) == 0
     (named,) = [v for v in json.loads(capsys.readouterr().out)["results"] if v["metric"] == "num_workers"]
     assert (named["base"], named["head"], named["outcome"]) == (2, 0, "inconclusive")
+
+
+# ----------------------------------------------------------------------------- the committed exact file pins them
+
+
+def test_the_exact_file_pins_the_settings_it_recorded(tmp_path):
+    from perfsuite.judge.exact import ExactBaselines, check_exact, exact_values
+    from perfsuite.judge.settings import loader_settings
+
+    base = result()
+    store = ExactBaselines(tmp_path, "cpu__torch-2.13")
+    store.record("t", exact_values(base), settings=loader_settings(base))
+    store.save()
+    assert json.loads(store.path.read_text())["settings"] == {"t": {**LOADER, "batch_size": 8}}
+    loaded = ExactBaselines.open(tmp_path, "cpu__torch-2.13")
+    pinned = loaded.expected_settings("t")
+
+    def check(head: Result):  # type: ignore[no-untyped-def]
+        return check_exact(loaded.expected("t"), head, "t", "the file", "update it", settings=pinned)
+
+    assert [v.outcome for v in check(result())] == [Outcome.UNCHANGED]  # syncs_per_step only
+    changed = [v for v in check(result(num_workers=0)) if v.metric == "num_workers"]
+    message = "num_workers 2 -> 0 (loader setting pinned in the file); if intended, update it: `update it`"
+    assert [(v.outcome, v.message) for v in changed] == [(Outcome.REGRESSED, message)]
+    unknown = check(result(sources={"pin_memory": "not known"}))
+    assert [v.outcome for v in unknown if v.metric == "pin_memory"] == [Outcome.UNAVAILABLE]
+    unpinned = check_exact(loaded.expected("t"), result(num_workers=0), "t", "the file")  # a file without settings
+    assert [v.metric for v in unpinned] == ["syncs_per_step"]
+
+
+def test_a_bad_pinned_setting_in_the_exact_file_is_an_error_naming_it(tmp_path):
+    from perfsuite.errors import BaselineError
+    from perfsuite.judge.exact import ExactBaselines
+
+    path = tmp_path / "cpu__torch-2.13.json"
+    path.write_text(
+        json.dumps({"schema_version": 2, "tests": {"t": {}}, "settings": {"t": {"num_workers": "two"}}}), "utf-8"
+    )
+    with pytest.raises(BaselineError, match=r"settings\['t'\]\['num_workers'\] = 'two' must be an integer >= 0"):
+        ExactBaselines.open(tmp_path, "cpu__torch-2.13")
