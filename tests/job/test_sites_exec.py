@@ -89,3 +89,17 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
     assert markdown.returncode == 1 and named in markdown.stdout
     moved = [f"{script}:{n}" for n in range(1, len(lines) + 1) if n != new_line]
     assert not [m for m in moved if f"{m} " in markdown.stdout + runs[0].stdout]  # no site that only moved
+
+
+def test_a_loader_setting_changed_in_the_script_is_named_by_compare(tmp_path, data, capsys):
+    """Issue 33 item 4 on an unchanged script: ``--workers 2`` then ``--workers 0``, read from its DataLoader."""
+    script = DIGITS / "train_digits.py"
+    for workers in ("2", "0"):
+        argv = ["exec", "--steps", "3", "--warmup", "1", "--observe-steps", "1", "--out", str(tmp_path / workers)]
+        command = ["python", str(script), "--data", str(data), "--epochs", "12", "--workers", workers]
+        assert main([*argv, "--", *command]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "2"), str(tmp_path / "0"), "--json"]) in (0, 1)  # timings decide that
+    verdicts = json.loads(capsys.readouterr().out)["results"]
+    named = [(v["metric"], v["base"], v["head"], v["outcome"]) for v in verdicts if v["metric"] == "num_workers"]
+    assert named == [("num_workers", 2, 0, "inconclusive")]
