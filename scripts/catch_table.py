@@ -91,11 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     report = rejudge(CatchReport.load(args.results))
     stale = stale_sites(report.results, ROOT)
     if stale:
-        faults = sorted({key.split(":")[1] for key in stale if key.startswith(("fault:", "ref:", "aa:"))})
+        keys = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1].split(" ")[0] for line in stale}
+        faults = sorted(k.split(":")[1] for k in keys if k.startswith("fault:"))
+        rerun = "--run" if len(faults) < len(keys) else f"--run --faults {' '.join(faults)}"
         print(
             f"{args.results.name} records call sites the code no longer holds:\n  "
             + "\n  ".join(stale)
-            + f"\nre-record them: `python scripts/catch_table.py --run --faults {' '.join(faults)}`",
+            + f"\nre-record them: `python scripts/catch_table.py {rerun}`",
             file=sys.stderr,
         )
         return 1

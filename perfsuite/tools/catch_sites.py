@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsuite.core.results import Result
+from perfsuite.core.results import Metric, Result
 from perfsuite.probes.sites import line_of, normalise
 
 # What a line must hold to issue each op whose call is not spelled ``.name(`` (``Tensor.item`` -> ``.item(``).
@@ -44,11 +44,19 @@ def holds(op: str, line: str, code: str | None = None) -> bool:
     return any(s in line for s in spelled)
 
 
+def _sync_metrics(results: Mapping[str, Result]) -> list[tuple[str, Metric]]:
+    """Every recorded syncs_per_step: each Result's, then each of its ranks' (``fault:x rank 1``)."""
+    out = []
+    for key in sorted(results):
+        out.append((key, results[key].metric("syncs_per_step")))
+        out += [(f"{key} rank {r.rank}", r.metric("syncs_per_step")) for r in results[key].ranks]
+    return out
+
+
 def stale_sites(results: Mapping[str, Result], root: Path) -> list[str]:
     """One line per recorded sync site in ``root``'s files that the code there no longer holds."""
     problems = []
-    for key in sorted(results):
-        metric = results[key].metric("syncs_per_step")
+    for key, metric in _sync_metrics(results):
         for entry in metric.detail.get("sites") or [] if metric.available else []:
             site, op = str(entry.get("site", "")), str(entry.get("op", ""))
             path, line = line_of(site)

@@ -264,6 +264,8 @@ def test_every_recorded_site_in_this_repository_still_holds_its_call() -> None:
         if s["site"].startswith("perfsuite/")
     ]
     assert "perfsuite/harness/pipeline.py" in " ".join(checked)  # the check has the project's own sites to read
+    ranks = [r for result in report.results.values() for r in result.ranks if r.metric("syncs_per_step").available]
+    assert any(r.metric("syncs_per_step").detail.get("sites") for r in ranks)  # and each rank's, read too
 
 
 @pytest.mark.parametrize(
