@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfsuite.probes.sites import has_identity, labelled, line_of
+from perfsuite.probes.sites import has_identity, labelled, line_of, short_path
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,6 @@ class SiteChange:
         elif self.was and self.was != self.site:
             notes.append(f"was at {short_path(self.was)}")
         return f"{where} {self.delta:+.3g}/step" + (f" ({', '.join(notes)})" if notes else "")
-
-
-def short_path(where: str) -> str:
-    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in where:
-            return where.split(marker, 1)[1]
-    return where
 
 
 def _side(detail: Mapping[str, Any], by_line: bool) -> dict[str, tuple[float, Mapping[str, Any] | None]]:

@@ -102,6 +102,14 @@ def _short(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def short_path(where: str) -> str:
+    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in where:
+            return where.split(marker, 1)[1]
+    return where
+
+
 def line_of(site: str) -> tuple[str, int]:
     """``("train.py", 97)`` from ``"train.py:97"``; ``(site, 0)`` when it has no line (``<unknown>``)."""
     path, _, line = site.rpartition(":")
@@ -116,8 +124,9 @@ def has_identity(entry: Mapping[str, Any]) -> bool:
 def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[tuple[str, Mapping[str, Any]]]:
     """Each site entry with its label, unique per entry: ``Tensor.item in train.py step(): loss.item()``.
 
-    The label holds no line number, so it survives an edit above the site; the same code twice in one function
-    is told apart by its order (``#2``). ``by_line``: label by ``op at path:line`` instead (entries recorded
+    The label holds no line number, so it survives an edit above the site, and no virtualenv (a library's
+    file from its package on: the committed exact file keeps these labels); the same code twice in one
+    function is told apart by its order (``#2``). ``by_line``: label by ``op at path:line`` instead (entries recorded
     before sites kept their function and code).
     """
     entries = sorted((e for e in sites if isinstance(e, Mapping)), key=lambda e: line_of(str(e.get("site", ""))))
@@ -128,7 +137,7 @@ def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[
         if by_line or not has_identity(entry) or line_of(site)[1] == 0:
             label = f"{op} at {site}"
         else:
-            label = f"{op} in {line_of(site)[0]} {entry['function']}(): {entry['code']}"
+            label = f"{op} in {short_path(line_of(site)[0])} {entry['function']}(): {entry['code']}"
         seen[label] = seen.get(label, 0) + 1
         out.append((label if seen[label] == 1 else f"{label} #{seen[label]}", entry))
     return out

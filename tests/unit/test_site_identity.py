@@ -148,6 +148,19 @@ def test_a_file_breakdown_matches_a_head_whose_site_has_no_readable_code():
     assert site_changes({"by": recorded}, {"sites": [*periodic(2), unread]}) == []
 
 
+def test_a_library_sites_label_holds_its_package_path_not_the_virtualenvs():
+    entry = {
+        "op": "Tensor.__bool__",
+        "site": "/home/ci/.venv/lib/python3.11/site-packages/kornia/mix/base.py:146",
+        "per_step": 1.0,
+        "function": "MixBase.forward",
+        "code": "if not bool(to_apply.any()):",
+    }
+    assert by_identity([entry]) == {
+        "Tensor.__bool__ in kornia/mix/base.py MixBase.forward(): if not bool(to_apply.any()):": 1.0
+    }
+
+
 # ----------------------------------------------------------------------------- the probe records what survives
 
 STEP = """import torch
