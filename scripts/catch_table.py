@@ -5,6 +5,11 @@
     python scripts/catch_table.py                   # rewrite the table from the recorded results
     python scripts/catch_table.py --check           # exit 1 if the page's table is not the generated one
 
+Without --run, the recorded results must agree with the code: every sync site they
+recorded in this repository's files must still hold its call at its line
+(perfsuite.tools.catch_sites). If not, both the check and the rewrite exit 1 naming
+each stale site; re-record those faults with ``--run --faults NAME...``.
+
 The self-test (perfsuite.tools.catch.self_test) runs each reference once, each fault
 once, and ``--aa`` more runs of each unchanged reference; the Results go to
 tests/faults/data/catch_results.json. Every row is the shipped verdict
@@ -33,6 +38,7 @@ from perfsuite.tools.catch import (  # noqa: E402
     self_test,
     splice,
 )
+from perfsuite.tools.catch_sites import stale_sites  # noqa: E402
 
 RESULTS = ROOT / "tests" / "faults" / "data" / "catch_results.json"
 CATCH_PAGE = ROOT / "docs" / "catch.md"
@@ -83,6 +89,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no recorded results at {args.results}; run `python scripts/catch_table.py --run`", file=sys.stderr)
         return 1
     report = rejudge(CatchReport.load(args.results))
+    stale = stale_sites(report.results, ROOT)
+    if stale:
+        keys = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1].split(" ")[0] for line in stale}
+        faults = sorted(k.split(":")[1] for k in keys if k.startswith("fault:"))
+        rerun = "--run" if len(faults) < len(keys) else f"--run --faults {' '.join(faults)}"
+        print(
+            f"{args.results.name} records call sites the code no longer holds:\n  "
+            + "\n  ".join(stale)
+            + f"\nre-record them: `python scripts/catch_table.py {rerun}`",
+            file=sys.stderr,
+        )
+        return 1
     table = render_table(report)
     text = page.read_text(encoding="utf-8") if page.is_file() else ""
     if args.check:

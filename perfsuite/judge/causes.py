@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.judge.sites import describe, short_path, site_changes
+
 if TYPE_CHECKING:
     from perfsuite.core.results import Result
     from perfsuite.judge.verdict import Verdict
@@ -68,6 +70,11 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
             side, lead = moved
             reasons = _moved_loader(base, result) if side == "data" else _moved_step(base, result)
             return Cause(label, tuple(dict.fromkeys([lead, *reasons])))
+    if base is not None and verdict.metric == "syncs_per_step":
+        name = verdict.metric
+        changed = [str(c) for c in site_changes(base.metric(name).detail, result.metric(name).detail)]
+        if changed:  # what changed since the base, new and gone sites first, rather than head's busiest sites
+            return Cause(label, tuple(changed[:3]))
     finder = _FINDERS.get(label, lambda k, r: ())
     return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
 
@@ -270,33 +277,19 @@ def _sync_sites(detail: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _period(site: Mapping[str, Any]) -> str:
-    """`` (every 10 steps)`` for a sync site the probe found periodic, else empty."""
-    every = site.get("every")
-    return f" (every {every} steps)" if isinstance(every, int) and every > 1 else ""
-
-
 def movers(
     base_detail: Mapping[str, Any], head_detail: Mapping[str, Any], top: int = 3, head_scale: float = 1.0
 ) -> str:
-    """What moved inside a metric: new call sites (``sites``) or the biggest changes in ``by``.
+    """What moved inside a metric: call sites (``sites``: new and gone first, :mod:`perfsuite.judge.sites`)
+    or the biggest changes in ``by``.
 
     ``head_scale`` multiplies head's ``by`` figures: a calibrated metric puts them at the base's speed, as
     its verdict's own figures are.
     """
     from perfsuite.judge.verdict import format_value
 
-    if "sites" in head_detail or "sites" in base_detail:
-        before = {(s["op"], s["site"]): s["per_step"] for s in base_detail.get("sites", []) if isinstance(s, Mapping)}
-        after = {(s["op"], s["site"]): s["per_step"] for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
-        keys = set(before) | set(after)
-        changes = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in keys), key=lambda c: -abs(c[0]))
-        every = {(s["op"], s["site"]): _period(s) for s in head_detail.get("sites", []) if isinstance(s, Mapping)}
-        return ", ".join(
-            f"{op} at {short_path(site)} {delta:+.3g}/step" + every.get((op, site), "")
-            for delta, (op, site) in changes[:top]
-            if delta
-        )
+    if "sites" in head_detail or "sites" in base_detail:  # call sites, matched by code, not line
+        return describe(site_changes(base_detail, head_detail), top)
     b_by, h_by = base_detail.get("by"), head_detail.get("by")
     if isinstance(b_by, Mapping) and isinstance(h_by, Mapping):
         h_by = {k: float(v) * head_scale for k, v in h_by.items()}
@@ -313,14 +306,6 @@ def movers(
     if isinstance(examples, list) and examples:
         return str(examples[0])[:240]
     return ""
-
-
-def short_path(where: str) -> str:
-    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in where:
-            return where.split(marker, 1)[1]
-    return where
 
 
 def format_count(count: Any) -> str:

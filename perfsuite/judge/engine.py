@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch
+from perfsuite.judge.settings import setting_changes
 from perfsuite.judge.tails import compare_tail
 from perfsuite.judge.timing import MIN_BASE_RUNS, compare_between_runs, compare_shares, compare_timing, validate_rule
 from perfsuite.judge.verdict import (
@@ -71,7 +72,7 @@ def compare_results(
             verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head, base))
             continue
         verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head, base))
-    return verdicts
+    return verdicts + setting_changes(base, head, test_id)  # loader settings, named exactly (judge/settings.py)
 
 
 def _judge_between_runs(

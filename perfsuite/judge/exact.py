@@ -46,6 +46,7 @@ from perfsuite.core.results import Fingerprint, Result
 from perfsuite.errors import BaselineError
 from perfsuite.judge.causes import movers
 from perfsuite.judge.engine import explain
+from perfsuite.judge.settings import check_setting, pinned_changes
 from perfsuite.judge.verdict import Outcome, Verdict, direction, format_value, value_ratio
 
 SCHEMA_VERSION = 2
@@ -119,6 +120,7 @@ class ExactBaselines:
         self.key = key
         self.tests: dict[str, dict[str, Any]] = {}
         self.breakdown: dict[str, dict[str, dict[str, Any]]] = {}
+        self.settings: dict[str, dict[str, Any]] = {}  # loader settings pinned per test (judge/settings.py)
         self.loaded = False
         self.changed = False
 
@@ -170,8 +172,17 @@ class ExactBaselines:
                 )
                 if bad:
                     raise self._error(f"breakdown[{test_id!r}][{name!r}] must map names to finite numbers", update)
+        settings = data.get("settings", {})
+        if not isinstance(settings, dict) or not all(isinstance(v, dict) for v in settings.values()):
+            raise self._error("field 'settings' must map test ids to objects of loader settings", update)
+        for test_id, pinned in settings.items():
+            for name, value in pinned.items():
+                problem = check_setting(name, value)
+                if problem:
+                    raise self._error(f"settings[{test_id!r}][{name!r}] = {value!r:.40} {problem}", update)
         self.tests = {k: dict(v) for k, v in tests.items()}
         self.breakdown = {k: {m: dict(p) for m, p in v.items()} for k, v in breakdown.items()}
+        self.settings = {k: dict(v) for k, v in settings.items()}
         self.loaded = True
 
     @property
@@ -185,8 +196,15 @@ class ExactBaselines:
     def expected_breakdown(self, test_id: str) -> Mapping[str, Mapping[str, Any]]:
         return self.breakdown.get(test_id, {})
 
+    def expected_settings(self, test_id: str) -> Mapping[str, Any]:
+        return self.settings.get(test_id, {})
+
     def record(
-        self, test_id: str, values: Mapping[str, Any], breakdown: Mapping[str, Mapping[str, Any]] | None = None
+        self,
+        test_id: str,
+        values: Mapping[str, Any],
+        breakdown: Mapping[str, Mapping[str, Any]] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         """Set a test's values (checked as :meth:`load` checks them: a NaN count is never written)."""
         for name, value in values.items():
@@ -204,6 +222,12 @@ class ExactBaselines:
             else:
                 self.breakdown.pop(test_id, None)
             self.changed = True
+        if settings is not None and self.settings.get(test_id, {}) != dict(settings):
+            if settings:
+                self.settings[test_id] = dict(settings)
+            else:
+                self.settings.pop(test_id, None)
+            self.changed = True
 
     def remove(self, test_ids: Iterable[str]) -> list[str]:
         """Drop the entries of tests that no longer exist; the ids removed."""
@@ -211,6 +235,7 @@ class ExactBaselines:
         for test_id in gone:
             del self.tests[test_id]
             self.breakdown.pop(test_id, None)
+            self.settings.pop(test_id, None)
             self.changed = True
         return gone
 
@@ -226,6 +251,8 @@ class ExactBaselines:
                 k: {m: dict(sorted(p.items())) for m, p in sorted(v.items())} for k, v in sorted(self.breakdown.items())
             },
         }
+        if self.settings:  # loader settings pinned per test, written only once some are
+            payload["settings"] = {k: dict(sorted(v.items())) for k, v in sorted(self.settings.items())}
         tmpfiles.write_text_atomic(self.path, json.dumps(payload, indent=2, allow_nan=False) + "\n")
         self.changed = False
         return self.path
@@ -320,6 +347,7 @@ def check_exact(
     update: str = UPDATE_HINT,
     breakdown: Mapping[str, Mapping[str, Any]] | None = None,
     allow_missing: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[Verdict]:
     """Head's exact metrics against the committed expected values: any difference fails, both ways.
 
@@ -394,4 +422,4 @@ def check_exact(
             elif outcome is not Outcome.UNCHANGED:
                 verdict = replace(verdict, message=f"{verdict.message}; if intended, update it: `{update}`")
         verdicts.append(explain(verdict, head))
-    return verdicts
+    return verdicts + pinned_changes(settings or {}, head, test_id, source, update)  # loader settings pinned

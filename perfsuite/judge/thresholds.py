@@ -2,7 +2,7 @@
 
 In the shape of pytest-benchmark's ``compute``/``fails``, parsed from keyword names
 ``min_<metric>``, ``max_<metric>`` or a flag (``amp_engaged=True``), for any registered
-metric, a user's own included.
+metric, a user's own included; and loader settings pinned by name (``num_workers=2``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import PerfsuiteError
+from perfsuite.judge.settings import LOADER_SETTINGS, check_setting, recorded
 from perfsuite.judge.verdict import Outcome, Verdict, format_value, value_ratio
 
 # --------------------------------------------------------------------------- thresholds
@@ -114,6 +115,46 @@ class Equals(Threshold):
         return f"{self.metric} {format_value(bool(value))} {op} {format_value(self.bound)}"
 
 
+@dataclass(frozen=True)
+class SettingPin(Threshold):
+    """``num_workers=2``: a loader setting the run must have (:mod:`perfsuite.judge.settings`); fails on any other.
+
+    ``bound`` is the pinned value (``None`` for ``prefetch_factor``'s torch default included).
+    """
+
+    bound: Any
+
+    @property
+    def name(self) -> str:
+        return self.metric
+
+    def check(self, result: Result, test_id: str) -> Verdict:
+        known, value = recorded(result, self.metric)  # a value, None included (prefetch_factor's default)
+        if not known:
+            reason = result.knob_sources.get(self.metric) or "not in the Result's knobs"
+            message = f"{self.metric} unavailable (pinned to {self.bound!r}): the run did not record it ({reason})"
+            return Verdict(test_id, self.metric, self.bound, None, None, Outcome.UNAVAILABLE, message)
+        outcome = Outcome.FAIL if self.fails(value) else Outcome.PASS
+        return Verdict(test_id, self.metric, self.bound, value, None, outcome, self.describe(value))
+
+    def fails(self, value: Any) -> bool:
+        return bool(value != self.bound or type(value) is not type(self.bound))
+
+    def describe(self, value: Any) -> str:
+        if self.fails(value):
+            return f"{self.metric} {format_value(self.bound)} -> {format_value(value)}: pinned to {self.bound!r}"
+        return f"{self.metric} {format_value(value)} (pinned)"
+
+
+def _setting_pin(name: str, bound: Any) -> SettingPin:
+    """A marker's loader-setting pin, its value checked as the DataLoader argument would be."""
+    problem = check_setting(name, bound)
+    if problem:
+        example = "True" if "True" in problem else "2"
+        raise PerfsuiteError(f"{name}={bound!r:.40}: a pinned loader setting {problem}, e.g. {name}={example}")
+    return SettingPin(name, bound)
+
+
 def known_threshold_names() -> tuple[str, ...]:
     """Every bound a marker may name, from the metric registry (a user's registered metrics included)."""
     out: list[str] = []
@@ -122,11 +163,13 @@ def known_threshold_names() -> tuple[str, ...]:
             out.append(spec.name)
         elif spec.boundable == "range":
             out += [f"min_{spec.name}", f"max_{spec.name}"]
-    return tuple(out)
+    return (*out, *LOADER_SETTINGS)
 
 
 def parse_threshold(name: str, bound: Any) -> Threshold:
     """``parse_threshold("max_data_wait_frac", 0.05)`` -> AtMost("data_wait_frac", 0.05)."""
+    if name in LOADER_SETTINGS:
+        return _setting_pin(name, bound)
     spec = registry.find(name)
     if spec is not None and spec.boundable == "flag":
         if not isinstance(bound, bool):

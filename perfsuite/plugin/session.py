@@ -42,6 +42,7 @@ from perfsuite.judge.exact import (
     missing_verdict,
     stale_entries,
 )
+from perfsuite.judge.settings import loader_settings
 from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
 from perfsuite.judge.verdict import Outcome, Verdict
 from perfsuite.plugin.settings import Settings, machine_thresholds, machine_tuned
@@ -149,7 +150,12 @@ class PerfSession:
                 if self.settings.update_exact:
                     try:
                         store = self.exact_store(rec.result)
-                        store.record(rec.result_id, exact_values(rec.result), exact_breakdown(rec.result))
+                        store.record(
+                            rec.result_id,
+                            exact_values(rec.result),
+                            exact_breakdown(rec.result),
+                            loader_settings(rec.result),
+                        )
                         self.recorded.setdefault(store.key, []).append(rec.result_id)
                     except BaselineError as exc:
                         self._problem(out, f"baseline error: {exc}")
@@ -209,6 +215,7 @@ class PerfSession:
                 self.update_command,
                 store.expected_breakdown(rec.result_id),
                 s.allow_missing_exact,
+                store.expected_settings(rec.result_id),
             )
         if store.expected(rec.result_id) is None:
             self.exact_missing.append(rec.result_id)

@@ -145,6 +145,7 @@ def worker_payload(perf: PerfSession | None) -> dict[str, Any]:
         key: {
             "tests": {rid: perf.exact[key].tests[rid] for rid in rids if rid in perf.exact[key].tests},
             "breakdown": {rid: perf.exact[key].breakdown[rid] for rid in rids if rid in perf.exact[key].breakdown},
+            "settings": {rid: perf.exact[key].settings.get(rid, {}) for rid in rids},
         }
         for key, rids in perf.recorded.items()
     }
@@ -213,7 +214,7 @@ def merge_worker_part(perf: PerfSession, part: Mapping[str, Any]) -> None:
         recorded = part.get("exact_recorded", {}).get(key, {})
         breakdown = recorded.get("breakdown", {})
         for rid, values in recorded.get("tests", {}).items():
-            store.record(rid, values, breakdown.get(rid))
+            store.record(rid, values, breakdown.get(rid), recorded.get("settings", {}).get(rid))
             perf.recorded.setdefault(key, []).append(rid)
         stale = part.get("stale", {}).get(key, [])
         if stale:

@@ -5,13 +5,22 @@ it (the user's ``train.py:57``), not at torch's internals nor at perfsuite's
 runner. ``find`` also says whether that line issued the call *directly*
 (only torch's routing files in between) or through torch's own code (an
 optimizer reading its step counter, ``clip_grad_norm_`` checking its norm).
+
+A line number does not survive an edit above it, so each site found also keeps
+what does (:meth:`Sites.identity`): the function it sits in and its
+whitespace-normalised source text. The judge matches sites between two
+revisions by those (:mod:`perfsuite.judge.sites`), never by line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import linecache
 import os
+import tokenize
 import warnings
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # torch files that only route a call to its implementation: a call passing only through
@@ -40,6 +49,7 @@ class Sites:
             os.path.dirname(warnings.__file__) + os.sep + "warnings.py",
             contextlib.__file__,
         )
+        self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
 
     def find(self, frame: Any) -> tuple[str, bool]:
         """(site "path:line", issued directly by that site rather than by torch internals)."""
@@ -50,11 +60,90 @@ class Sites:
                 if path[len(self.torch_dir) :] not in _PLUMBING:
                     direct = False
             elif not path.startswith(self.harness):
-                return f"{_short(path)}:{frame.f_lineno}", direct
+                site = f"{_short(path)}:{frame.f_lineno}"
+                if site not in self._origin:
+                    linecache.checkcache(path)  # the file as it is now: a script edited between two runs
+                    code = frame.f_code
+                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
+                return site, direct
             frame = frame.f_back
         return "<unknown>", direct
+
+    def identity(self, site: str) -> dict[str, str]:
+        """``{"function": ..., "code": ...}`` for a site :meth:`find` returned: what survives lines moving above it.
+
+        Empty when unknown (``<unknown>``, a site never found, source not readable): the site is then matched
+        by its line alone.
+        """
+        origin = self._origin.get(site)
+        if origin is None:
+            return {}
+        path, function = origin
+        code = normalise(linecache.getline(path, int(site.rsplit(":", 1)[1])))
+        return {"function": function, "code": code} if code else {}
+
+
+def normalise(line: str) -> str:
+    """A source line as its site's identity: without its comment, whitespace collapsed (re-indenting it, or
+    rewording its comment, is no change)."""
+    text = line.strip()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                text = text[: token.start[1]]
+                break
+    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: its comment, if any, stays
+        pass
+    return " ".join(text.split())
 
 
 def _short(path: str) -> str:
     rel = os.path.relpath(path) if os.path.isabs(path) else path
     return path if rel.startswith("..") else rel
+
+
+def short_path(where: str) -> str:
+    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in where:
+            return where.split(marker, 1)[1]
+    return where
+
+
+def line_of(site: str) -> tuple[str, int]:
+    """``("train.py", 97)`` from ``"train.py:97"``; ``(site, 0)`` when it has no line (``<unknown>``)."""
+    path, _, line = site.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else (site, 0)
+
+
+def has_identity(entry: Mapping[str, Any]) -> bool:
+    """Whether a site entry can be matched without its line: it records its function and code, or has no line."""
+    return bool(entry.get("function") and entry.get("code")) or line_of(str(entry.get("site", "")))[1] == 0
+
+
+def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[tuple[str, Mapping[str, Any]]]:
+    """Each site entry with its label, unique per entry: ``Tensor.item in train.py step(): loss.item()``.
+
+    The label holds no line number, so it survives an edit above the site, and no virtualenv (a library's
+    file from its package on: the committed exact file keeps these labels); the same code twice in one
+    function is told apart by its order (``#2``). ``by_line``: label by ``op at path:line`` instead (entries recorded
+    before sites kept their function and code).
+    """
+    entries = sorted((e for e in sites if isinstance(e, Mapping)), key=lambda e: line_of(str(e.get("site", ""))))
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    seen: dict[str, int] = {}
+    for entry in entries:
+        op, site = str(entry.get("op", "?")), str(entry.get("site", "<unknown>"))
+        if by_line or not has_identity(entry) or line_of(site)[1] == 0:
+            label = f"{op} at {site}"
+        else:
+            label = f"{op} in {short_path(line_of(site)[0])} {entry['function']}(): {entry['code']}"
+        seen[label] = seen.get(label, 0) + 1
+        out.append((label if seen[label] == 1 else f"{label} #{seen[label]}", entry))
+    return out
+
+
+def by_identity(sites: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Per-step count by line-free label (:func:`labelled`), largest first: what the exact file keeps."""
+    pairs = [(label, float(entry.get("per_step", 0.0))) for label, entry in labelled(sites)]
+    return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))

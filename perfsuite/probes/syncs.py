@@ -63,6 +63,7 @@ from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.periods import Rate, rate
 from perfsuite.probes.residency import Residency, residency_for
 from perfsuite.probes.sites import Sites as _Sites
+from perfsuite.probes.sites import by_identity
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
 # __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
@@ -345,10 +346,12 @@ class SyncProbe(Probe):
         sites = []
         for (op, site), per_step in sorted(per_site.items(), key=lambda kv: (-kv[1], kv[0])):
             entry: dict[str, Any] = {"op": op, "site": site, "per_step": per_step}
+            entry.update(self._sites.identity(site) if self._sites is not None else {})
             r = rates.get((op, site))
             if r is not None and r.every != 1:
                 entry["every"] = r.every
                 entry["seen"] = r.describe()
             sites.append(entry)
         detail["sites"] = sites
+        detail["by"] = by_identity(sites)  # line-free: the committed exact file's breakdown
         return [Metric("syncs_per_step", sum(per_site.values()), "syncs/step", detail=detail)]

@@ -241,3 +241,66 @@ def test_table_marks_gpu_faults_not_verified_and_splices_between_markers() -> No
     assert catch.current_table(readme) == table
     assert catch.current_table(catch.splice(readme, "new\n")) == "new\n"
     assert readme.startswith("# perfsuite\n")
+
+
+def _catch_table_module():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("catch_table", ROOT / "scripts" / "catch_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_recorded_site_in_this_repository_still_holds_its_call() -> None:
+    from perfsuite.tools.catch_sites import stale_sites
+
+    report = _report()
+    assert stale_sites(report.results, ROOT) == []
+    checked = [
+        s["site"]
+        for r in report.results.values()
+        for s in r.metric("syncs_per_step").detail.get("sites", [])
+        if s["site"].startswith("perfsuite/")
+    ]
+    assert "perfsuite/harness/pipeline.py" in " ".join(checked)  # the check has the project's own sites to read
+    ranks = [r for result in report.results.values() for r in result.ranks if r.metric("syncs_per_step").available]
+    assert any(r.metric("syncs_per_step").detail.get("sites") for r in ranks)  # and each rank's, read too
+
+
+@pytest.mark.parametrize(
+    ("site", "words"),
+    [
+        ("perfsuite/pipeline.py:144", "perfsuite/pipeline.py does not exist"),
+        ("perfsuite/harness/pipeline.py:99999", "lines"),
+        ("perfsuite/harness/pipeline.py:1", "the line holds"),
+    ],
+)
+def test_the_table_check_and_rewrite_fail_when_a_recorded_site_and_the_code_disagree(
+    tmp_path, capsys, site, words
+) -> None:
+    report = _report()
+    entry = next(s for s in report.results["fault:host_read_every_step"].metric("syncs_per_step").detail["sites"])
+    entry["site"] = site
+    stale = tmp_path / "catch_results.json"
+    report.save(stale)
+    page = tmp_path / "catch.md"
+    page.write_text((ROOT / "docs" / "catch.md").read_text())
+    module = _catch_table_module()
+    for argv in (["--check"], []):
+        assert module.main([*argv, "--results", str(stale), "--page", str(page)]) == 1
+        err = capsys.readouterr().err
+        assert f"fault:host_read_every_step: Tensor.item at {site}" in err and words in err
+        assert "--run --faults host_read_every_step" in err
+    assert page.read_text() == (ROOT / "docs" / "catch.md").read_text()  # nothing rewritten from stale records
+
+
+def test_a_site_holds_its_recorded_code_or_else_its_ops_call() -> None:
+    from perfsuite.tools.catch_sites import holds
+
+    assert holds("Tensor.item", "    total += loss.item()  # read")
+    assert not holds("Tensor.item", "    _rank()")
+    assert holds("Tensor.__format__", '    print(f"loss {loss}")')
+    assert holds("torch.nonzero", "idx = torch.nonzero(mask)")
+    assert holds("Tensor.item", "  x = a.item()  # c", code="x = a.item()")
+    assert not holds("Tensor.item", "y = b.item()", code="x = a.item()")  # another read on the recorded line

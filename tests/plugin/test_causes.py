@@ -157,7 +157,7 @@ def test_a_slowdown_inside_a_users_step_is_placed_there_with_what_was_measured()
     head = user_result([40.0, 41, 40, 42, 41, 40, 41, 40], [9.0, 10, 9, 10, 9, 10, 9, 10], syncs=1.1, sites=[site])
     line = judged(base, head, "step_ms")
     assert "time moved into the step: the step's compute 11 -> 31 ms/step (+20)" in line
-    assert "syncs_per_step 1 -> 1.1 (Tensor.tolist at train.py:88 +0.1/step (every 10 steps))" in line
+    assert "syncs_per_step 1 -> 1.1 (Tensor.tolist at train.py:88 +0.1/step (every 10 steps, new))" in line
     assert not [w for w in STEP_KNOB_WORDS if w in line], line
     assert "augmentation on CPU workers" not in line and "num_workers" not in line  # the loader did not move
 
