@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "exec", "compare", "ab", "doctor", "tune", "monitor")
+COMMANDS = ("list", "run", "exec", "check", "compare", "ab", "doctor", "tune", "monitor")
 
 
 def version() -> str:

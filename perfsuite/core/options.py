@@ -260,6 +260,13 @@ OPTIONS: tuple[Option, ...] = (
         minimum=1,
     ),
     Option("thresholds", dict, {}, "bounds per machine class (see docs/plugin.md)", pytest=False),
+    Option(
+        "labels",
+        dict,
+        {},
+        "the targets' labels for perfsuite check: num_classes, ignore_index, flip_pairs (docs/properties.md)",
+        pytest=False,
+    ),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
