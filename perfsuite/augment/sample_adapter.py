@@ -229,14 +229,27 @@ def mask_hw(value: Any) -> np.ndarray:
     return arr[0] if arr.ndim == 3 and arr.shape[0] == 1 else arr
 
 
-def calibrate(image: np.ndarray, mask: np.ndarray, palette: dict[int, np.ndarray]) -> tuple[np.ndarray, float]:
+def calibrate(
+    image: np.ndarray,
+    mask: np.ndarray,
+    palette: dict[int, np.ndarray],
+    paired: dict[int, int] | None = None,
+    margin: int = 1,
+) -> tuple[np.ndarray, float]:
     """(image mapped back to the painted colours, the share of region interiors within STRICT_TOL of them).
 
-    Per channel, a line through (painted level, median output level) of each label's interior pixels: robust
-    to a misaligned minority. A channel whose labels share one level takes the others' slope.
+    Region interiors are the pixels ``margin`` away from any other label (a resize by z blurs z pixels). Per
+    channel, a Theil-Sen line through (painted level, median output level) of each label's interior pixels:
+    robust to a misaligned minority. Labels a flip swaps (``paired``: label -> partner) are left out of the fit
+    (a correct swap shows the partner's colour) and count as kept at either colour. A channel whose labels share
+    one level takes the others' slope.
     """
-    inner = uniform(mask, 1) & np.isin(mask, list(palette))
-    labels = [lab for lab in np.unique(mask[inner]).tolist() if (mask[inner] == lab).sum() >= 4]
+    from scipy.stats import theilslopes
+
+    paired = paired or {}
+    inner = uniform(mask, margin) & np.isin(mask, list(palette))
+    counts = {lab: int((mask[inner] == lab).sum()) for lab in np.unique(mask[inner]).tolist()}
+    labels = [lab for lab, n in counts.items() if n >= 4 and lab not in paired]
     if not labels:
         return image, 0.0
     painted = np.stack([palette[lab] for lab in labels])
@@ -244,57 +257,80 @@ def calibrate(image: np.ndarray, mask: np.ndarray, palette: dict[int, np.ndarray
     slopes: list[float | None] = []
     for c in range(3):
         x, y = painted[:, c], seen[:, c]
-        slopes.append(float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 0 else None)
+        slopes.append(float(theilslopes(y, x)[0]) if np.ptp(x) > 0 else None)
     known = [s for s in slopes if s is not None and abs(s) > 1e-6]
     out = image.copy()
     for c in range(3):
         own = slopes[c]
-        slope = own if own is not None and abs(own) > 1e-6 else (float(np.mean(known)) if known else 1.0)
+        slope = own if own is not None and abs(own) > 1e-6 else (float(np.median(known)) if known else 1.0)
         offset = float(np.median(seen[:, c] - slope * painted[:, c]))
         out[..., c] = (image[..., c] - offset) / slope
-    want = np.stack([palette[int(v)] for v in mask[inner].tolist()]) if inner.any() else np.zeros((0, 3))
+    if not inner.any():
+        return out, 0.0
+    values = mask[inner].tolist()
+    want = np.stack([palette[int(v)] for v in values])
     close = np.linalg.norm(out[inner] - want, axis=-1) <= STRICT_TOL
-    return out, float(close.mean()) if close.size else 0.0
+    if paired:
+        other = np.stack([palette.get(paired.get(int(v), int(v)), palette[int(v)]) for v in values])
+        close |= np.linalg.norm(out[inner] - other, axis=-1) <= STRICT_TOL
+    return out, float(close.mean())
 
 
 class SampleAdapter:
-    """``adapter(images [1, H, W, 3] uint8, masks [1, H, W], seed) -> Output`` over the Dataset's own transform.
+    """``adapter(images [B, H, W, 3] uint8, masks [B, H, W], seed) -> Output`` over the Dataset's own transform.
 
-    ``masks`` must be the recorded sample's own mask (its values; the transform gets the recorded object, so
-    its PIL mode or tensor dtype is the user's). Each call's colour exactness is kept in :attr:`exactness`.
+    One recorded call per sample (``interfaces``, all of one mask size); ``masks`` must be those samples' own
+    masks (the transform gets the recorded objects, so PIL modes and tensor dtypes are the user's). Each
+    sample is transformed under its own seed drawn from ``seed``. Each call's colour exactness (the worst
+    sample's) is kept in :attr:`exactness`.
     """
 
-    def __init__(self, transform: Callable, interface: Interface) -> None:
-        self.transform, self.interface = transform, interface
+    def __init__(
+        self, transform: Callable, interfaces: list[Interface], flip_map: tuple[tuple[int, int], ...] = ()
+    ) -> None:
+        self.transform, self.interfaces = transform, interfaces
+        self.paired = dict(flip_map)
         self.exactness: list[float] = []
 
+    def masks(self) -> np.ndarray:
+        """The recorded samples' masks, ``[B, H, W]``: what to call this adapter with."""
+        return np.stack([np.asarray(mask_hw(itf.mask)) for itf in self.interfaces])
+
     def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
-        if len(images) != 1:
-            raise AugmentationError("SampleAdapter checks one recorded sample per call; pass batches of one")
-        dtype_in = str(mask_hw(self.interface.mask).dtype) if _kind(self.interface.mask) != "pil" else "uint8"
-        if _kind(self.interface.mask) == "pil":
-            dtype_in = str(np.asarray(self.interface.mask).dtype)
-        with seeded(seed):
-            out = self.interface.call(self.transform, _painted_like(images[0], self.interface.image))
-        image_out, mask_out = self.interface.result(out)
-        if _kind(image_out) is None or _kind(mask_out) is None:
-            raise CannotAdapt(
-                f"the transform returned image {_describe(image_out)} and mask {_describe(mask_out)}; perfsuite "
-                f"reads PIL images, NumPy arrays and tensors; {ADAPTER_ADVICE}"
-            )
-        mask = mask_hw(mask_out)
-        if mask.dtype.kind in "iub":
-            dtype_out = dtype_in = str(mask.dtype)  # a Dataset's own ToTensor may widen the mask's integers
-        else:
-            dtype_out = str(mask.dtype)
-        image = image_hwc(image_out)
-        if image.shape[:2] != mask.shape:
-            raise PropertyViolation(
-                "mask format",
-                f"the transform returned an image of {image.shape[:2]} and a mask of {mask.shape}; resize both "
-                "with the same geometry",
-            )
-        masks_out = mask.astype(np.int64) if mask.dtype.kind in "iub" else np.round(mask).astype(np.int64)
-        calibrated, exact = calibrate(image, masks_out, palette_for(masks))
-        self.exactness.append(exact)
-        return Output(calibrated[None], masks_out[None], dtype_in, dtype_out)
+        if len(images) != len(self.interfaces):
+            raise AugmentationError(f"SampleAdapter holds {len(self.interfaces)} recorded samples; got {len(images)}")
+        palette = palette_for(masks)
+        outs, worst = [], 1.0
+        dtype_in = dtype_out = ""
+        for k, itf in enumerate(self.interfaces):
+            dtype_in = str(np.asarray(mask_hw(itf.mask)).dtype)
+            with seeded(seed * 1_000_003 + k):
+                out = itf.call(self.transform, _painted_like(images[k], itf.image))
+            image_out, mask_out = itf.result(out)
+            if _kind(image_out) is None or _kind(mask_out) is None:
+                raise CannotAdapt(
+                    f"the transform returned image {_describe(image_out)} and mask {_describe(mask_out)}; perfsuite "
+                    f"reads PIL images, NumPy arrays and tensors; {ADAPTER_ADVICE}"
+                )
+            mask = mask_hw(mask_out)
+            if mask.dtype.kind in "iub":
+                dtype_out = dtype_in = str(mask.dtype)  # a Dataset's own ToTensor may widen the mask's integers
+            else:
+                dtype_out = str(mask.dtype)
+            image = image_hwc(image_out)
+            if image.shape[:2] != mask.shape:
+                raise PropertyViolation(
+                    "mask format",
+                    f"the transform returned an image of {image.shape[:2]} and a mask of {mask.shape}; resize both "
+                    "with the same geometry",
+                )
+            mask64 = mask.astype(np.int64) if mask.dtype.kind in "iub" else np.round(mask).astype(np.int64)
+            zoom = max(mask.shape[0] / masks.shape[1], mask.shape[1] / masks.shape[2])
+            calibrated, exact = calibrate(image, mask64, palette, self.paired, margin=max(1, int(np.ceil(zoom))))
+            worst = min(worst, exact)
+            outs.append((calibrated, mask64))
+        self.exactness.append(worst)
+        shapes = {m.shape for _, m in outs}
+        if len(shapes) == 1:
+            return Output(np.stack([i for i, _ in outs]), np.stack([m for _, m in outs]), dtype_in, dtype_out)
+        return Output([i for i, _ in outs], [m for _, m in outs], dtype_in, dtype_out)

@@ -129,9 +129,11 @@ def spread(length: int, count: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(0, length - 1, count)})
 
 
-def _where(index: int, seed: int, err: PropertyViolation, mode: str) -> PropertyViolation:
+def _where(indices: list[int], seed: int, err: PropertyViolation, mode: str) -> PropertyViolation:
+    """The violation, naming the Dataset index (the batch's sample ``err.sample``) and seed that show it."""
     message = str(err).split(": ", 1)[1] if ": " in str(err) else str(err)
-    out = PropertyViolation(err.prop, f"{message} [dataset[{index}], seed {seed}, {mode}]")
+    where = f"dataset[{indices[err.sample]}]" if err.sample is not None else f"dataset{indices} pooled"
+    out = PropertyViolation(err.prop, f"{message} [{where}, seed {seed}, {mode}]")
     out.cause, out.seed = err.cause, seed
     return out
 
@@ -176,23 +178,29 @@ def check_dataset_transform(
         recorded.append((i, interface))
     transform = getattr(holder, name)
     report = CheckReport(type(holder).__name__, name, recorded[0][1].describe(), [i for i, _ in recorded], seeds)
-    adapters = {i: SampleAdapter(transform, interface) for i, interface in recorded}
+    groups: dict[tuple[int, ...], list[tuple[int, Interface]]] = {}
+    for i, interface in recorded:  # samples of one mask size are checked as a batch: sub-pixel fits pool them
+        groups.setdefault(np.asarray(mask_hw(interface.mask)).shape, []).append((i, interface))
+    adapters = [
+        ([i for i, _ in group], SampleAdapter(transform, [itf for _, itf in group], space.flip_map))
+        for group in groups.values()
+    ]
 
     def run(mode: str, declared: Declared) -> None:
-        for i, _ in recorded:
-            masks = np.asarray(mask_hw(adapters[i].interface.mask))[None]
+        for indices_, adapter in adapters:
+            masks = adapter.masks()
             for seed in range(seeds):
                 try:
-                    check_example(adapters[i], masks, seed, declared)
+                    check_example(adapter, masks, seed, declared)
                 except PropertyViolation as err:
-                    raise _where(i, seed, err, mode) from None
+                    raise _where(indices_, seed, err, mode) from None
         report.passes.append(mode)
         if log is not None:
             log(f"passed: {mode}")
 
     common: dict[str, Any] = dict(ignore_index=ignore_index, same_size=False, flip_map=space.flip_map)
     run("labels, flip pairs and alignment by colour consistency", Declared(num_classes, photometric=True, **common))
-    share = min(x for a in adapters.values() for x in a.exactness)
+    share = min(x for _, a in adapters for x in a.exactness)
     keeps_colours = share >= EXACT_SHARE
     if subpixel is True and not keeps_colours:
         raise PerfsuiteError(

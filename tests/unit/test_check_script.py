@@ -1,0 +1,62 @@
+"""``perfsuite check -- python train.py ARGS`` end to end, on examples/own_pipeline and copies of it whose
+training transform carries one planted fault (tests/unit/pipeline_copies.py). Subprocesses: slow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.unit.pipeline_copies import EXAMPLE, copy_example
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+LABELS = "[tool.perfsuite.labels]\nnum_classes = 11\nflip_pairs = [[3, 4]]\n"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("faces")
+    subprocess.run([sys.executable, str(EXAMPLE / "make_data.py"), str(out), "--count", "6"], check=True)
+    return out
+
+
+def check(train: Path, data: Path, *flags: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "perfsuite.cli", "check", "--samples", "6", *flags, "--"]
+    command += ["python", str(train), "--data", str(data), "--workers", "0"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=train.parent, timeout=300)
+
+
+def test_the_example_passes(data: Path) -> None:
+    done = check(EXAMPLE / "train.py", data, "--num-classes", "11")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "passed python" in done.stdout and "transform({'image': PIL RGB 64x64, 'mask': PIL L 64x64})" in done.stdout
+    assert "ignore index 255 (the loss module's)" in done.stdout
+
+
+def test_a_flip_without_the_swap_exits_1_naming_it(tmp_path: Path, data: Path) -> None:
+    train = copy_example(tmp_path, None, pyproject=LABELS)  # the example's flip, with left/right eyes declared
+    done = check(train, data)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cause: missing swap" in done.stdout and "the flip forgot the label swap" in done.stdout
+    assert "[tool.perfsuite.labels]" in done.stderr
+
+
+def test_the_same_labels_with_a_swapping_flip_pass(tmp_path: Path, data: Path) -> None:
+    done = check(copy_example(tmp_path, "swapping_flip", pyproject=LABELS), data)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_erase_to_a_real_class_exits_1_naming_it(tmp_path: Path, data: Path) -> None:
+    done = check(copy_example(tmp_path, "erase_to_class"), data, "--num-classes", "11")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cause: erase" in done.stdout and "erased pixels are not class 0" in done.stdout
+
+
+def test_without_a_class_count_it_exits_2(data: Path) -> None:
+    done = check(EXAMPLE / "train.py", data)
+    assert done.returncode == 2 and "--num-classes N" in done.stderr
