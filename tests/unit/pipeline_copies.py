@@ -86,12 +86,29 @@ FAULTS = {
 }
 
 
+# Appended to facedata.py, not transforms.py: the Dataset hands its transform a third image.
+THREE_IMAGES = '''
+
+class FaceParsingDataset(FaceParsingDataset):
+    """Hands its transform {"image", "mask", "edges"}: two RGB images, which perfsuite does not guess between."""
+
+    def __getitem__(self, index):
+        path = self.images[index]
+        image = Image.open(path).convert("RGB")
+        sample = {"image": image, "edges": image.copy(), "mask": Image.open(self.root / "masks" / f"{path.stem}.png")}
+        return self.transform(sample)
+'''
+
+
 def copy_example(dest: Path, fault: str | None = None, pyproject: str | None = None) -> Path:
     """The example copied into ``dest`` (train.py and its modules), with ``fault``'s transform if named."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("train.py", "facedata.py", "model.py", "transforms.py", "make_data.py"):
         shutil.copy(EXAMPLE / name, dest / name)
-    if fault is not None:
+    if fault == "three_images":
+        with open(dest / "facedata.py", "a", encoding="utf-8") as f:
+            f.write(THREE_IMAGES)
+    elif fault is not None:
         with open(dest / "transforms.py", "a", encoding="utf-8") as f:
             f.write(FAULTS[fault])
     if pyproject is not None:

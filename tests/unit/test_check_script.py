@@ -100,3 +100,9 @@ def test_the_check_runs_from_a_perf_test(data: Path) -> None:
             perfsuite.Script([EXAMPLE / "train.py", "--data", data], num_classes=11, flip_pairs=[(3, 4)]), seeds=2
         )
     assert info.value.cause == "missing swap"
+
+
+def test_a_transform_it_cannot_adapt_exits_2_naming_the_call_found(tmp_path: Path, data: Path) -> None:
+    done = check(copy_example(tmp_path, "three_images"), data, "--num-classes", "11")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "transform(dict {'image', 'edges', 'mask'})" in done.stderr and "write an adapter" in done.stderr

@@ -4,6 +4,7 @@ and the properties run on the Dataset's own samples (the subprocess end-to-end r
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +146,15 @@ def test_a_mask_label_outside_the_classes_is_bad_input() -> None:
 
     with pytest.raises(PerfsuiteError, match=r"holds label\(s\) \[5\], neither a class \(0..4\)"):
         check([jitter_and_normalise], num_classes=5)
+
+
+def test_labels_come_from_the_nearest_pyproject_and_unknown_keys_are_named(tmp_path: Path) -> None:
+    from perfsuite.cli.check import labels_table
+    from perfsuite.errors import PerfsuiteError
+
+    (tmp_path / "pyproject.toml").write_text("[tool.perfsuite.labels]\nnum_classes = 11\nflip_pairs = [[3, 4]]\n")
+    (tmp_path / "sub").mkdir()
+    assert labels_table(tmp_path / "sub") == ({"num_classes": 11, "flip_pairs": [[3, 4]]}, tmp_path / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text("[tool.perfsuite.labels]\nclasses = 11\n")
+    with pytest.raises(PerfsuiteError, match="unknown key 'classes'; known keys: flip_pairs, ignore_index, num_"):
+        labels_table(tmp_path)
