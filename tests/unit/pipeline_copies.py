@@ -100,8 +100,11 @@ class FaceParsingDataset(FaceParsingDataset):
 '''
 
 
-def copy_example(dest: Path, fault: str | None = None, pyproject: str | None = None) -> Path:
-    """The example copied into ``dest`` (train.py and its modules), with ``fault``'s transform if named."""
+def copy_example(
+    dest: Path, fault: str | None = None, pyproject: str | None = None, image_size: int | None = None
+) -> Path:
+    """The example copied into ``dest`` (train.py and its modules), with ``fault``'s transform if named, and
+    ``image_size`` as train.py's IMAGE_SIZE if given."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("train.py", "facedata.py", "model.py", "transforms.py", "make_data.py"):
         shutil.copy(EXAMPLE / name, dest / name)
@@ -111,6 +114,10 @@ def copy_example(dest: Path, fault: str | None = None, pyproject: str | None = N
     elif fault is not None:
         with open(dest / "transforms.py", "a", encoding="utf-8") as f:
             f.write(FAULTS[fault])
+    if image_size is not None:
+        train = (dest / "train.py").read_text(encoding="utf-8")
+        assert "IMAGE_SIZE = 64" in train
+        (dest / "train.py").write_text(train.replace("IMAGE_SIZE = 64", f"IMAGE_SIZE = {image_size}"), encoding="utf-8")
     if pyproject is not None:
         (dest / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     return dest / "train.py"
