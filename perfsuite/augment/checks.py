@@ -74,6 +74,7 @@ from perfsuite.augment.shrinking import ShrinkBudget, fingerprint, shrink_calls_
 from perfsuite.errors import AugmentationError, PropertyArgumentError, PropertyViolation
 
 FUNC = "check_paired_augmentation"
+SUBPIXEL_SIDES = (128, 192)  # default mask sides under subpixel=True: see the scan in docs/properties.md
 __all__ = [  # what the docs and tests import from here; adapters, outputs and painting are their own modules
     "LAYOUTS",
     "LOOSE_TOL",
@@ -737,6 +738,9 @@ def check_paired_augmentation(
     strategy_kwargs.setdefault("pairs", tuple((a, b) for a, b in space.flip_map if a < b))
     if subpixel:  # centroids need large compact regions inside the frame; the default masks seldom have four
         strategy_kwargs.setdefault("blobs", True)
+        # sides where a 0.5x resize's align_corners mismatch leaves regions to measure (docs/properties.md's scan)
+        strategy_kwargs.setdefault("min_side", SUBPIXEL_SIDES[0])
+        strategy_kwargs.setdefault("max_side", SUBPIXEL_SIDES[1])
     batches = mask_batches(distinct_samples=True, output_size=size, space=space, **strategy_kwargs)
 
     base = search_settings(settings)
