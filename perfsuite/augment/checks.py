@@ -644,7 +644,8 @@ def check_paired_augmentation(
         subpixel, subpixel_tol: the sub-pixel check (:mod:`perfsuite.augment.alignment`; needs
             ``photometric=False``): the mask the image's geometry predicts against the actual one.
             Its measured false-alarm and catch rates are in docs/properties.md (the one place they
-            are kept). Turns on ``blobs=True`` masks (compact regions it can measure).
+            are kept). Turns on ``blobs=True`` masks (compact regions it can measure) of sides
+            :data:`SUBPIXEL_SIDES` (128-192) unless ``min_side``/``max_side`` say otherwise.
         per_sample_sizes: each sample may come out at its own size (random crops); checked per sample.
         output_size: ``(H, W)`` or ``"auto"`` (probe the callable: if its output
             size is fixed, draw inputs from that size up to 1.5x, never tiny
