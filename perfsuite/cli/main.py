@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command. Bad input and OS errors (a path that cannot be written) print one line and exit 2;
     Ctrl-C prints one line and exits 130, as a shell reports SIGINT; nothing half-written is left."""
+    from perfsuite.cli.hints import for_command
     from perfsuite.cli.validate import check
 
     parser = build_parser()
@@ -66,10 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check(args)  # every argument, name and output path, before any work
         return int(args.func(args))
     except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
-        print(f"perfsuite: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
         return 2
     except PerfsuiteError as exc:
-        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        print(f"perfsuite: error: {for_command(str(exc), args)}", file=sys.stderr)
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""

@@ -46,11 +46,14 @@ def add_shared_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         if command in OUTPUTS and "--overwrite" not in have:
             parser.add_argument("--overwrite", action="store_true", help="replace output files that exist")
     if command == "run" and "--oversubscribe" not in have:
+        from perfsuite.cli.hints import add_watchdog_arguments
+
         parser.add_argument(
             "--oversubscribe",
             action="store_true",
             help="allow --nproc-per-node above the usable cores (the ranks then share cores)",
         )
+        add_watchdog_arguments(parser)
 
 
 def check(args: argparse.Namespace) -> None:
@@ -109,7 +112,7 @@ def outputs(command: str, args: argparse.Namespace) -> None:
         check_output(flag, getattr(args, attr, None), overwrite=overwrite, parents=parents)
 
 
-def workload_or_job(name: str, imports: list[str], flag_hint: str = "") -> None:
+def workload_or_job(name: str, imports: list[str], flag_hint: str = "", what: str = "workload") -> None:
     """An unknown workload or job name, refused before anything is built or launched (with the names known)."""
     from perfsuite.cli.common import import_modules
     from perfsuite.jobs.registry import get_job_factory, job_names, workload_names
@@ -119,7 +122,7 @@ def workload_or_job(name: str, imports: list[str], flag_hint: str = "") -> None:
         return
     jobs = ", ".join(job_names()) or "none registered (name the module that registers yours with --import)"
     raise PerfsuiteError(
-        f"unknown workload or job {name!r}: workloads are {', '.join(workload_names())}; jobs: {jobs}{flag_hint}"
+        f"unknown {what} {name!r}: workloads are {', '.join(workload_names())}; jobs: {jobs}{flag_hint}"
     )
 
 
@@ -202,6 +205,7 @@ def _check_doctor(args: argparse.Namespace) -> None:
             args.imports,
             "; or give a perf test's node id, e.g. "
             "tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]",
+            what="workload or job",
         )
         workload_knobs(args)
 

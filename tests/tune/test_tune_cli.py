@@ -10,7 +10,7 @@ from perfsuite.cli.main import main
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["no_such_workload"], "unknown workload or job 'no_such_workload'"),
+        (["no_such_workload"], "unknown workload 'no_such_workload'"),
         (["face_parsing", "--delta", "2"], "--delta 2.0: write a number in (0, 1)"),
         (["face_parsing", "--batch-margin", "1.5"], "--batch-margin 1.5"),
         (["face_parsing", "--max-workers", "0"], "--max-workers 0"),
