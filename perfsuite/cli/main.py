@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP))
         module.add_arguments(p)
         add_shared_arguments(name, p)
-        p.set_defaults(func=module.run)
+        p.set_defaults(func=module.run, subcommand=name)  # not args.command: exec's own positional takes that name
     return parser
 
 
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the user's step, Dataset or factory: their error, in their terms
         from perfsuite.cli.user_errors import describe
 
-        told = describe(exc, str(getattr(args, "workload", args.command)))
+        told = describe(exc, str(getattr(args, "workload", args.subcommand)))
         if told is None:
             raise  # perfsuite's own bug: its whole traceback
         print(f"perfsuite: error: {told.line}", file=sys.stderr)

@@ -57,8 +57,8 @@ def add_shared_arguments(command: str, parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """Refuse bad arguments of ``args.command`` before it starts: PerfsuiteError naming the flag and value."""
-    checker = _CHECKS.get(getattr(args, "command", ""))
+    """Refuse bad arguments of ``args.subcommand`` before it starts: PerfsuiteError naming the flag and value."""
+    checker = _CHECKS.get(getattr(args, "subcommand", ""))
     if checker is not None:
         checker(args)
 
