@@ -38,7 +38,7 @@ def output_problem(
     except FileNotFoundError:
         mode = None
     except NotADirectoryError:
-        return f"cannot be created: {_first_file_ancestor(path)} is a file, not a directory"
+        return f"cannot be created: {_first_file_ancestor(path)} is a file, so no directory can be made there"
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     if mode is not None:
@@ -58,12 +58,12 @@ def output_problem(
     if not parent.exists():
         ancestor = _nearest_existing(parent)
         if not ancestor.is_dir():
-            return f"cannot be created: {ancestor} is a file, not a directory"
+            return f"cannot be created: {ancestor} is a file, so no directory can be made there"
         if not parents:
             return f"its directory {parent} does not exist; create it, or pass --parents to have it created"
         parent = ancestor
     elif not parent.is_dir():
-        return f"cannot be created: {parent} is a file, not a directory"
+        return f"cannot be created: {parent} is a file, so no directory can be made there"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"its directory {parent} is not writable"
     return None

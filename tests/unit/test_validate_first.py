@@ -72,7 +72,7 @@ REFUSED = {
     ),
     "doctor-markdown-under-file": (
         ["doctor", "gray_classifier", "--markdown", "afile/r.md"],
-        "afile is a file, not a directory",
+        "afile is a file, so no directory can be made there",
     ),
     "doctor-markdown-dir": (["doctor", "gray_classifier", "--markdown", "adir"], "--markdown adir: is a directory"),
     "doctor-unknown": (["doctor", "no_such_job"], "unknown workload or job 'no_such_job'"),
