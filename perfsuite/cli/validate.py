@@ -215,23 +215,11 @@ def _check_exec(args: argparse.Namespace) -> None:
     if not command:
         raise PerfsuiteError("no command to run: write perfsuite exec [options] -- python train.py ARGS")
     if args.loader is not None:
-        loader_selector(args.loader)
+        from perfsuite.jobs.script import LoaderChoice
+
+        LoaderChoice.parse(args.loader)  # the form (NAME, NAME#N, N >= 1); which loaders exist shows as it runs
     at_least("--num-classes", args.num_classes, 1)
     outputs("exec", args)
-
-
-def loader_selector(text: str) -> None:
-    """``--loader N`` counts from 1; ``NAME#N`` too; a NAME is a Python class name."""
-    name, sep, index = text.rpartition("#") if "#" in text else ("", "", text)
-    if sep and not name:
-        raise PerfsuiteError(f"--loader {text!r}: write NAME#N, e.g. FaceParsingDataset#2")
-    if index.lstrip("-").isdigit():
-        if int(index) < 1:
-            raise PerfsuiteError(f"--loader {text}: loaders count from 1; write e.g. --loader 1 for the first")
-    elif sep or not text.isidentifier():
-        raise PerfsuiteError(
-            f"--loader {text!r}: write a class name (FaceParsingDataset), NAME#N or N (the N-th DataLoader iterated)"
-        )
 
 
 def _check_ab(args: argparse.Namespace) -> None:

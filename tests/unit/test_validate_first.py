@@ -78,7 +78,7 @@ REFUSED = {
     "doctor-unknown": (["doctor", "no_such_job"], "unknown workload or job 'no_such_job'"),
     "exec-out-parent": (["exec", "--out", "missing/r.json", "--", "python", "t.py"], "its directory missing does"),
     "exec-out-dev-null": (["exec", "--out", "/dev/null", "--", "python", "t.py"], "is not a regular file"),
-    "exec-loader-0": (["exec", "--loader", "0", "--", "python", "t.py"], "--loader 0: loaders count from 1"),
+    "exec-loader-0": (["exec", "--loader", "0", "--", "python", "t.py"], "loader='0': name the training DataLoader"),
     "compare-png-parent": (
         ["compare", str(DATA / "base.json"), str(DATA / "head_same.json"), "--png", "missing/c.png"],
         "--png missing/c.png: its directory missing does not exist",
@@ -353,3 +353,34 @@ def test_an_exact_files_header_must_match_its_name(tmp_path: Path, field: str, v
     (tmp_path / "cpu__torch-2.13.json").write_text(json.dumps({**data, field: value}))
     with pytest.raises(BaselineError, match=f"field '{field}' is '{value}' but the file's name says"):
         ExactBaselines.open(tmp_path, "cpu__torch-2.13")
+
+
+SCRIPT = """
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.zeros(16, 3), torch.zeros(16, dtype=torch.long)), batch_size=4)
+val = DataLoader(TensorDataset(torch.zeros(8, 3), torch.zeros(8, dtype=torch.long)), batch_size=4)
+model = torch.nn.Linear(3, 2)
+for epoch in range(1000):
+    with open(sys.argv[1], "a") as log:
+        log.write(f"{epoch}\\n")
+    for x, y in train:
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+    for x, y in val:
+        model(x)
+"""
+
+
+def test_exec_loader_9_stops_at_the_second_epoch_not_after_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `perfsuite exec --loader 9` was reported after the whole script had run (201 s)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(SCRIPT)
+    assert main(["exec", "--loader", "9", "--steps", "2", "--", "python", "train.py", "epochs.log"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "loader='9' matched none of the DataLoaders python train.py epochs.log iterated" in line
+    assert "before it iterated DataLoader number 1 again" in line
+    assert (tmp_path / "epochs.log").read_text().split() == ["0", "1"]  # stopped as epoch 1 began, not epoch 999
