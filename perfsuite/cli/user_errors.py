@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import re
 import signal
-import sysconfig
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import perfsuite
+from perfsuite.core.user_frames import PERFSUITE_DIR, is_users_file, users_traceback_text
 
-_PERFSUITE = str(Path(perfsuite.__file__).resolve().parent)
-_LIBRARIES = tuple(
-    str(Path(p).resolve()) for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-)
 # The runner's names for its phases, in the words the one line uses.
 PHASES = {
     "set-up": "while setting up",
@@ -48,17 +43,6 @@ class UserError:
     traceback: str
 
 
-def is_users_file(filename: str) -> bool:
-    """A frame of the user's code: not perfsuite's, not the standard library's or an installed package's."""
-    if filename.startswith("<"):
-        return False
-    try:
-        path = str(Path(filename).resolve())
-    except OSError:
-        return False
-    return not path.startswith(_PERFSUITE) and not path.startswith(_LIBRARIES)
-
-
 def describe(exc: BaseException, target: str) -> UserError | None:
     """The one line and the user's traceback for ``exc`` raised while running ``target``; None if not the user's."""
     phase, steps = _phase(exc.__traceback__)
@@ -77,7 +61,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     raised = _WORKER_RAISED.search(text)
     if raised:
         kind, worker, head, body = raised.groups()
-        frames = _filter_text_traceback(body)
+        frames = users_traceback_text(body)
         if not frames:
             return None
         last = frames.rstrip("\n").splitlines()[-1]
@@ -90,7 +74,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     first = next((i for i, f in enumerate(summary) if is_users_file(f.filename)), None)
     if first is None:
         return None
-    kept = traceback.StackSummary.from_list([f for f in summary[first:] if not f.filename.startswith(_PERFSUITE)])
+    kept = traceback.StackSummary.from_list([f for f in summary[first:] if not f.filename.startswith(PERFSUITE_DIR)])
     part = _part(summary, first)
     body = "Traceback (most recent call last):\n" + "".join(kept.format())
     body += "".join(traceback.format_exception_only(type(exc), exc))
@@ -129,27 +113,6 @@ def _part(summary: traceback.StackSummary, first: int) -> str:
     if "step" in names:
         return "its step"
     return "its code"
-
-
-def _filter_text_traceback(body: str) -> str:
-    """A traceback's text (a DataLoader worker's, carried in the message): from the user's first frame, without
-    perfsuite's frames."""
-    blocks: list[list[str]] = []
-    tail: list[str] = []
-    for line in body.splitlines(keepends=True):
-        if line.startswith('  File "'):
-            blocks.append([line])
-        elif line.startswith("    ") and blocks and not tail:
-            blocks[-1].append(line)
-        else:
-            tail.append(line)
-    names = [re.match(r'  File "([^"]+)"', b[0]) for b in blocks]
-    files = [m.group(1) if m else "" for m in names]
-    first = next((i for i, f in enumerate(files) if is_users_file(f)), None)
-    if first is None:
-        return ""
-    kept = [b for b, f in zip(blocks[first:], files[first:], strict=True) if not f.startswith(_PERFSUITE)]
-    return "".join("".join(b) for b in kept) + "".join(tail)
 
 
 def _signal_name(text: str) -> str:

@@ -384,3 +384,28 @@ def test_exec_loader_9_stops_at_the_second_epoch_not_after_the_script(
     assert "loader='9' matched none of the DataLoaders python train.py epochs.log iterated" in line
     assert "before it iterated DataLoader number 1 again" in line
     assert (tmp_path / "epochs.log").read_text().split() == ["0", "1"]  # stopped as epoch 1 began, not epoch 999
+
+
+def test_a_ranks_traceback_keeps_only_the_users_frames() -> None:
+    """A rank's failure is named once by the launcher, with the user's frames only (perfsuite's are noise there)."""
+    from perfsuite.core.user_frames import PERFSUITE_DIR, users_traceback_text
+
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{PERFSUITE_DIR}/harness/rank_main.py", line 83, in main\n    run_plan(plan, run_dir, rank)\n'
+        f'  File "{PERFSUITE_DIR}/harness/runner.py", line 204, in run\n    job.step(batch)\n'
+        '  File "/home/me/jobs.py", line 27, in step\n    helper()\n'
+        f'  File "{PERFSUITE_DIR}/probes/x.py", line 1, in wrapper\n    return f()\n'
+        '  File "/home/me/jobs.py", line 33, in helper\n    raise RuntimeError("boom")\n'
+        "RuntimeError: boom\n"
+    )
+    kept = users_traceback_text(text)
+    assert kept.splitlines() == [
+        '  File "/home/me/jobs.py", line 27, in step',
+        "    helper()",
+        '  File "/home/me/jobs.py", line 33, in helper',
+        '    raise RuntimeError("boom")',
+        "RuntimeError: boom",
+    ]
+    perfsuites_own = text.replace("/home/me/jobs.py", f"{PERFSUITE_DIR}/jobs/contract.py")
+    assert users_traceback_text(perfsuites_own) == ""  # perfsuite's own error: its message says it all
