@@ -27,6 +27,7 @@ OUTPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "doctor": (("--markdown", "markdown"), ("--json", "json_out"), ("--png", "png")),
     "ab": (("--report-md", "report_md"), ("--report-json", "report_json")),
     "compare": (("--png", "png"),),
+    "monitor": (("--png", "png"), ("--json", "json")),
 }
 # A round of `perfsuite ab`: 4 fresh pytest processes, each importing torch and pytest, then running warm-up and
 # measured steps: never less than this each, on any machine we know of.
@@ -337,7 +338,18 @@ def _check_compare(args: argparse.Namespace) -> None:
     outputs("compare", args)
 
 
+def _check_monitor(args: argparse.Namespace) -> None:
+    above("--interval", args.interval, 0)
+    if args.duration is not None:
+        above("--duration", args.duration, 0)
+    at_least("--gpu", args.gpu, 0)
+    if args.pid is not None:
+        at_least("--pid", args.pid, 1)
+    outputs("monitor", args)
+
+
 _CHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "monitor": _check_monitor,
     "run": _check_run,
     "doctor": _check_doctor,
     "exec": _check_exec,

@@ -1,0 +1,97 @@
+"""Time every row of the bad-input table as a user meets it and write docs/bad_input.md.
+
+    python scripts/bad_input_table.py          # run each row in a fresh `python -m perfsuite.cli`, rewrite the page
+
+Each row (tests/unit/bad_inputs.py) runs in a scratch directory made by ``prepare``; the seconds are
+wall time from the process's start to its exit (interpreter start and imports included), so they
+are what a user waits for. The disk-full rows mock the write (``os.fsync`` raises ENOSPC), so they run
+in this process and time ``main()`` alone. The page's table sits between its markers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
+
+from bad_inputs import CASES, Case, prepare  # noqa: E402
+
+from perfsuite.core.tmpfiles import write_text_atomic  # noqa: E402
+
+PAGE = ROOT / "docs" / "bad_input.md"
+START, END = "<!-- bad-input-table:start -->", "<!-- bad-input-table:end -->"
+
+
+def in_process(case: Case, cwd: Path) -> tuple[int, str, float]:
+    from perfsuite.cli.main import main
+    from perfsuite.core import tmpfiles
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real, tmpfiles.os.fsync = tmpfiles.os.fsync, full
+    here = os.getcwd()
+    err = io.StringIO()
+    try:
+        os.chdir(cwd)
+        t0 = time.perf_counter()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(case.args())
+        return code, err.getvalue(), time.perf_counter() - t0
+    finally:
+        tmpfiles.os.fsync = real
+        os.chdir(here)
+
+
+def fresh_process(case: Case, cwd: Path) -> tuple[int, str, float]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(cwd)]), "CI": "1"}
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "perfsuite.cli", *case.args()], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    return done.returncode, done.stderr, time.perf_counter() - t0
+
+
+def render(rows: list[tuple[Case, int, str, float]]) -> str:
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+    out = [
+        f"Measured by `python scripts/bad_input_table.py` (load average {load}, {os.cpu_count()} CPUs); "
+        "seconds are wall time from the command's start to its exit, interpreter and imports included.",
+        "",
+        "| command | class | row | exit | seconds | the first line it prints |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case, code, err, seconds in rows:
+        first = (err.strip().splitlines() or [""])[0].replace("|", "\\|")
+        first = first if len(first) <= 160 else first[:157] + "..."
+        how = " (write mocked)" if case.disk_full else ""
+        out.append(f"| {case.argv[0]} | {case.kind} | `{case.id}` | {code} | {seconds:.1f}{how} | {first} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    rows = []
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            cwd = prepare(Path(tmp))
+            code, err, seconds = (in_process if case.disk_full else fresh_process)(case, cwd)
+        rows.append((case, code, err, seconds))
+        print(f"{case.id}: exit {code} in {seconds:.1f} s", file=sys.stderr)
+    page = PAGE.read_text(encoding="utf-8")
+    head, _, rest = page.partition(START)
+    _, _, tail = rest.partition(END)
+    write_text_atomic(PAGE, f"{head}{START}\n{render(rows)}\n{END}{tail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
