@@ -31,7 +31,7 @@ PAGE = ROOT / "docs" / "bad_input.md"
 START, END = "<!-- bad-input-table:start -->", "<!-- bad-input-table:end -->"
 
 
-def in_process(case: Case, cwd: Path) -> tuple[int, str, float]:
+def in_process(case: Case, cwd: Path) -> tuple[int, str, float, float]:
     from perfsuite.cli.main import main
     from perfsuite.core import tmpfiles
 
@@ -43,34 +43,40 @@ def in_process(case: Case, cwd: Path) -> tuple[int, str, float]:
     err = io.StringIO()
     try:
         os.chdir(cwd)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main(case.args())
-        return code, err.getvalue(), time.perf_counter() - t0
+        return code, err.getvalue(), time.perf_counter() - t0, time.process_time() - c0
     finally:
         tmpfiles.os.fsync = real
         os.chdir(here)
 
 
-def fresh_process(case: Case, cwd: Path) -> tuple[int, str, float]:
+def fresh_process(case: Case, cwd: Path) -> tuple[int, str, float, float]:
+    import resource
+
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(cwd)]), "CI": "1"}
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-m", "perfsuite.cli", *case.args()], cwd=cwd, env=env, capture_output=True, text=True
     )
-    return done.returncode, done.stderr, time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done.returncode, done.stderr, time.perf_counter() - t0, cpu
 
 
-def render(rows: list[tuple[Case, int, str, float]]) -> str:
+def render(rows: list[tuple[Case, int, str, float, float]]) -> str:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
     out = [
-        f"Measured by `python scripts/bad_input_table.py` (load average {load}, {os.cpu_count()} CPUs); "
-        "seconds are wall time from the command's start to its exit, interpreter and imports included.",
+        f"Measured by `python scripts/bad_input_table.py` on a {os.cpu_count()}-CPU VM shared with other work (load "
+        f"average {load} at the end): *seconds* is wall time from the command's start to its exit, interpreter and "
+        "imports included; *CPU s* the CPU time it used, which the load does not stretch. Rows that check a name "
+        "import torch (about 1.7 CPU s), which under that load takes most of their wall time.",
         "",
-        "| command | class | row | exit | seconds | the first line it prints |",
-        "|---|---|---|---|---|---|",
+        "| command | class | row | exit | seconds | CPU s | the first line it prints |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for case, code, err, seconds in rows:
+    for case, code, err, seconds, cpu in rows:
         first = (err.strip().splitlines() or [""])[0].replace("|", "\\|")
         first = first if len(first) <= 160 else first[:157] + "..."
         how = " (write mocked)" if case.disk_full else ""
@@ -83,9 +89,9 @@ def main() -> int:
     for case in CASES:
         with tempfile.TemporaryDirectory() as tmp:
             cwd = prepare(Path(tmp))
-            code, err, seconds = (in_process if case.disk_full else fresh_process)(case, cwd)
-        rows.append((case, code, err, seconds))
-        print(f"{case.id}: exit {code} in {seconds:.1f} s", file=sys.stderr)
+            code, err, seconds, cpu = (in_process if case.disk_full else fresh_process)(case, cwd)
+        rows.append((case, code, err, seconds, cpu))
+        print(f"{case.id}: exit {code} in {seconds:.1f} s ({cpu:.1f} CPU s)", file=sys.stderr)
     page = PAGE.read_text(encoding="utf-8")
     head, _, rest = page.partition(START)
     _, _, tail = rest.partition(END)

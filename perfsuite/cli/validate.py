@@ -259,12 +259,13 @@ def _check_tune(args: argparse.Namespace) -> None:
             f"{', '.join(LOADER_KNOBS)}"
         )
     _tune_requirements(args.require)
+    _tune_paths(args)  # before the names: those import torch (seconds), a path needs nothing
     if looks_like_test_id(args.workload):
         test_id(args.workload)
     else:
         workload_or_job(args.workload, args.imports)
         workload_knobs(args)
-    _tune_outputs(args)
+    _tune_clashes(args)
 
 
 def _tune_requirements(items: list[str]) -> None:
@@ -274,13 +275,8 @@ def _tune_requirements(items: list[str]) -> None:
     checks(_required(items))
 
 
-def _tune_outputs(args: argparse.Namespace) -> None:
-    """--out (a directory of tune files) and --pyproject (an existing file, edited in place), and the files
-    that would clash there: all before the search, not after it."""
-    from perfsuite.core.options import resolve_device
-    from perfsuite.core.results import Fingerprint
-    from perfsuite.tools.tune.lockin import tune_file_path
-
+def _tune_paths(args: argparse.Namespace) -> None:
+    """--out (a directory of tune files) and --pyproject (an existing file, edited in place)."""
     check_output("--out", args.out, overwrite=True, parents=args.parents, directory=True)
     if not args.no_thresholds:
         pyproject = Path(args.pyproject)
@@ -290,6 +286,14 @@ def _tune_outputs(args: argparse.Namespace) -> None:
                 f"your project's, create it first (touch {pyproject}), or pass --no-thresholds"
             )
         check_output("--pyproject", pyproject, overwrite=True, overwrite_flag="--force")
+
+
+def _tune_clashes(args: argparse.Namespace) -> None:
+    """The tune file and the bounds this search would replace: refused before it, not after it."""
+    from perfsuite.core.options import resolve_device
+    from perfsuite.core.results import Fingerprint
+    from perfsuite.tools.tune.lockin import tune_file_path
+
     if args.force:
         return
     fingerprint = Fingerprint.collect(resolve_device(args.device))

@@ -22,6 +22,7 @@ from perfsuite.cli.main import main
 )
 def test_bad_input_exits_2_saying_what_to_write(args, message, capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")  # tune edits an existing pyproject.toml, never creates one
     assert main(["tune", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
