@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
 
-from bad_inputs import CASES, Case, prepare  # noqa: E402
+from bad_inputs import CASES, Case, prepare  # type: ignore[import-not-found]  # noqa: E402
 
 from perfsuite.core.tmpfiles import write_text_atomic  # noqa: E402
 
@@ -35,7 +35,7 @@ def in_process(case: Case, cwd: Path) -> tuple[int, str, float, float]:
     from perfsuite.cli.main import main
     from perfsuite.core import tmpfiles
 
-    def full(fd: int) -> None:
+    def full(fd: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     real, tmpfiles.os.fsync = tmpfiles.os.fsync, full
@@ -80,7 +80,8 @@ def render(rows: list[tuple[Case, int, str, float, float]]) -> str:
         first = (err.strip().splitlines() or [""])[0].replace("|", "\\|")
         first = first if len(first) <= 160 else first[:157] + "..."
         how = " (write mocked)" if case.disk_full else ""
-        out.append(f"| {case.argv[0]} | {case.kind} | `{case.id}` | {code} | {seconds:.1f}{how} | {first} |")
+        cells = [case.argv[0], case.kind, f"`{case.id}`", str(code), f"{seconds:.1f}{how}", f"{cpu:.1f}", first]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
