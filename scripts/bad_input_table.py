@@ -77,7 +77,9 @@ def render(rows: list[tuple[Case, int, str, float, float]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for case, code, err, seconds, cpu in rows:
-        first = (err.strip().splitlines() or [""])[0].replace("|", "\\|")
+        lines = err.strip().splitlines() or [""]
+        # perfsuite's line; a DataLoader worker killed by SIGSEGV has torch's own line printed before it
+        first = next((line for line in lines if line.startswith("perfsuite")), lines[0]).replace("|", "\\|")
         first = first if len(first) <= 160 else first[:157] + "..."
         how = " (write mocked)" if case.disk_full else ""
         cells = [case.argv[0], case.kind, f"`{case.id}`", str(code), f"{seconds:.1f}{how}", f"{cpu:.1f}", first]
