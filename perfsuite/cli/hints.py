@@ -38,14 +38,16 @@ def add_watchdog_arguments(parser: argparse.ArgumentParser) -> None:
             )
 
 
-def watchdog_from_args(args: argparse.Namespace) -> Any:
-    """The WatchdogConfig of the flags given (a flag left out keeps the default)."""
+def watchdog_from_args(args: argparse.Namespace, base: Any = None) -> Any:
+    """The WatchdogConfig of the flags given over ``base`` (default: the defaults); a flag left out keeps base's."""
+    import dataclasses
+
     from perfsuite.harness.watchdog import WatchdogConfig
 
     given = {name: getattr(args, name, None) for name in WATCHDOG_OPTIONS}
     fields = {"loader_timeout": "loader_timeout_s", "deadline_warmup": "warmup_s", "deadline_floor": "floor_s"}
     kwargs = {fields.get(name, "factor"): value for name, value in given.items() if value is not None}
-    return WatchdogConfig(**kwargs)
+    return dataclasses.replace(base if base is not None else WatchdogConfig(), **kwargs)
 
 
 def for_command(text: str, args: argparse.Namespace) -> str:

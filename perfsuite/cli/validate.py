@@ -47,13 +47,14 @@ def add_shared_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         if command in OUTPUTS and "--overwrite" not in have:
             parser.add_argument("--overwrite", action="store_true", help="replace output files that exist")
     if command == "run" and "--oversubscribe" not in have:
-        from perfsuite.cli.hints import add_watchdog_arguments
-
         parser.add_argument(
             "--oversubscribe",
             action="store_true",
             help="allow --nproc-per-node above the usable cores (the ranks then share cores)",
         )
+    if command in ("run", "doctor") and "--deadline-floor" not in have:
+        from perfsuite.cli.hints import add_watchdog_arguments
+
         add_watchdog_arguments(parser)
 
 

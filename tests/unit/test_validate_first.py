@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.cli.main import main
+from perfsuite.cli.main import build_parser, main
 from perfsuite.core import tmpfiles
 from perfsuite.core.cores import Cores
 from perfsuite.core.outputs import output_problem
@@ -409,3 +409,13 @@ def test_a_ranks_traceback_keeps_only_the_users_frames() -> None:
     ]
     perfsuites_own = text.replace("/home/me/jobs.py", f"{PERFSUITE_DIR}/jobs/contract.py")
     assert users_traceback_text(perfsuites_own) == ""  # perfsuite's own error: its message says it all
+
+
+def test_run_and_doctor_take_the_watchdog_flags_their_hints_name() -> None:
+    from perfsuite.cli.hints import watchdog_from_args
+    from perfsuite.harness.watchdog import WatchdogConfig
+
+    for command in ("run", "doctor"):
+        args = build_parser().parse_args([command, "gray_classifier", "--deadline-floor", "7", "--loader-timeout", "0"])
+        config = watchdog_from_args(args, WatchdogConfig(factor=3.0))
+        assert (config.floor_s, config.loader_timeout_s, config.factor) == (7.0, 0.0, 3.0)
