@@ -80,6 +80,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--same-env", action="store_true", help="the same as --env current")
     p.add_argument("--report-md", type=Path, metavar="FILE", help="write the markdown report (for a PR comment)")
     p.add_argument("--report-json", type=Path, metavar="FILE", help="write the JSON report")
+    p.add_argument("--overwrite", action="store_true", help="replace --report-md/--report-json files that exist")
+    p.add_argument("--parents", action="store_true", help="create the missing parent directories of the reports")
     p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+from perfsuite.cli.hints import watchdog_from_args
 from perfsuite.errors import PerfsuiteError
 
 HELP = "name a job's bottleneck and the fix, with measured evidence"
@@ -75,6 +76,7 @@ def _spec(args: argparse.Namespace) -> Any:
         "warmup": args.warmup if args.warmup is not None else DEFAULT_WARMUP,
         "observe_steps": args.observe_steps if args.observe_steps is not None else DEFAULT_OBSERVE,
         "target_samples_per_s": args.target_samples_per_s,
+        "watchdog": watchdog_from_args(args),
     }
     if is_job_target(args.workload):
         defaults = argparse.ArgumentParser()
@@ -124,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                     warmup=args.warmup if args.warmup is not None else max(spec.warmup, DEFAULT_WARMUP),
                     observe_steps=args.observe_steps or max(spec.observe_steps, DEFAULT_OBSERVE),
                     target_samples_per_s=args.target_samples_per_s,
+                    watchdog=watchdog_from_args(args, spec.watchdog),
                 )
                 d = diagnose(spec, result_id, args.rounds, counterfactuals, lambda s: update(f"{result_id}: {s}"))
                 diagnoses.append(d)

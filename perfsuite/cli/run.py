@@ -65,6 +65,7 @@ def _count(minimum: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from perfsuite.cli.hints import watchdog_from_args
     from perfsuite.core.options import period_steps, run_lengths
     from perfsuite.harness.runner import RunSpec
     from perfsuite.harness.runner import run as run_job
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             job_knobs=asked,
             period_steps=period_steps(args.period_steps, args.observe_steps),
+            watchdog=watchdog_from_args(args),
         )
     else:
         spec = RunSpec(
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None,
             period_steps=period_steps(args.period_steps, args.observe_steps),
+            watchdog=watchdog_from_args(args),
         )
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling

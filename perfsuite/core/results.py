@@ -332,7 +332,7 @@ class Result:
         _need(isinstance(metrics, dict), "metrics", metrics, "an object of metric name -> {value, unit, ...}")
         notes = data.get("notes", [])
         _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", notes, "a list of strings")
-        return cls(
+        result = cls(
             workload=_text(data["workload"], "workload"),
             scale=_text(data["scale"], "scale"),
             knobs=dict(knobs),
@@ -349,6 +349,10 @@ class Result:
             schema_version=version,
             ranks=_ranks(data.get("ranks", [])),
         )
+        from perfsuite.core.schema import check_result
+
+        check_result(data)  # the declared schema: ranges (no negative step_ms) and known metric names
+        return result
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Result:
@@ -410,6 +414,8 @@ def read_json_file(path: Any, what: str = "result file") -> Any:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ResultError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if not raw:
+        raise ResultError(f"{what} {path} is empty (0 bytes): a run stopped while writing it? pass a Result file")
     try:
         return parse_json(raw, f"{what} {path}")
     except ResultError as exc:

@@ -284,6 +284,9 @@ class _Driver:
 
     def wrap(self, loader: Any, make: Any) -> Any:
         """``DataLoader.__iter__`` while the script runs: the training loader's iterator comes back marked."""
+        if self.training is None and self.phase == SETUP and any(known is loader for known in self.loaders):
+            self.error = _no_chosen_loader(self, loader)  # an epoch has gone by without it: stop the script now
+            raise _Stop
         if not any(known is loader for known in self.loaders):
             if self._same_as_training(loader):
                 self.training = loader  # the script builds its loader again (each epoch): still the training one
@@ -683,6 +686,18 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
         f"perfsuite exec {script.command()}: {driver._describe_loader()}; {driver.found.describe()}"
     )
     return ScriptRun(driver.job, driver.timings(), driver.sol_ms, driver.last_batch, driver.plan)
+
+
+def _no_chosen_loader(driver: _Driver, again: Any) -> ScriptError:
+    """``--loader 9`` when the script iterates a loader it iterated before, with no 9th seen: its epoch loop has
+    shown every DataLoader it uses, so the run stops here rather than after the script's whole training."""
+    seen = ", ".join(f"{type(ld).__name__} over {type(getattr(ld, 'dataset', None)).__name__}" for ld in driver.loaders)
+    number = next(i for i, ld in enumerate(driver.loaders, 1) if ld is again)
+    return ScriptError(
+        f"loader={str(driver.script.loader)!r} matched none of the DataLoaders {driver.script.command()} iterated "
+        f"({seen}) before it iterated DataLoader number {number} again (a new epoch); name one of those by the "
+        "class of its dataset or loader, or by its number"
+    )
 
 
 def _ended_early(script: Script, spec: Any, driver: _Driver) -> ScriptError:

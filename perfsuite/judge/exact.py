@@ -43,6 +43,7 @@ from typing import Any
 from perfsuite.core import metrics as registry
 from perfsuite.core import tmpfiles
 from perfsuite.core.results import Fingerprint, Result
+from perfsuite.core.schema import check_exact_file as check_exact_header
 from perfsuite.errors import BaselineError
 from perfsuite.judge.causes import movers
 from perfsuite.judge.engine import explain
@@ -138,8 +139,12 @@ class ExactBaselines:
 
     def load(self, update: str = UPDATE_HINT) -> None:
         """Read the file if it exists, field by field; a fault is a BaselineError naming the file, test and field."""
+        if self.path.exists() and not self.path.is_file():
+            raise self._error("is a directory or device, not a file", update)
         if not self.path.is_file():
             return
+        if self.path.stat().st_size == 0:
+            raise self._error("is empty (0 bytes): was it written by a run that was stopped?", update)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
         except (OSError, ValueError) as exc:
@@ -153,6 +158,9 @@ class ExactBaselines:
         tests = data.get("tests")
         if not isinstance(tests, dict):
             raise self._error("field 'tests' must map test ids to objects of metric values", update)
+        header = check_exact_header(data, self.key)  # device and torch against the file's name
+        if header:
+            raise self._error(header, update)
         for test_id, values in tests.items():
             if not isinstance(values, dict):
                 raise self._error(f"tests[{test_id!r}] = {values!r:.60} must be an object of metric values", update)

@@ -42,12 +42,15 @@ def load_side(path: Path, notes: list[str] | None = None) -> dict[str, Result]:
     ``baselines/exact/``, a tool's own file) is skipped with a note in ``notes``; a Result or baseline
     that cannot be read is an error naming the file.
     """
+    from perfsuite.core.schema import input_problem
+
     path = Path(path)
+    problem = input_problem(path, directory_ok=True)  # /dev/null, an empty file and a missing path each say so
+    if problem:
+        raise PerfsuiteError(f"{path} {problem}; pass a Result JSON file or a baselines directory")
     if path.is_file():
         test_id, result = load_file(path)
         return {test_id: result}
-    if not path.is_dir():
-        raise PerfsuiteError(f"{path} does not exist; pass a Result JSON file or a baselines directory")
     found: dict[str, tuple[Path, Result]] = {}
     for file in sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")):
         data = read_json_file(file, "file")

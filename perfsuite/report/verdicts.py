@@ -195,9 +195,13 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
         tax.set_title("NVML timeline", fontsize=9)
         tax.legend(fontsize=7)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, format="png", dpi=100)
-    return out
+    import io
+
+    from perfsuite.core.tmpfiles import write_bytes_atomic
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    return write_bytes_atomic(Path(path), png.getvalue())  # a full disk leaves no half a PNG
 
 
 # --------------------------------------------------------------------------- the summary for people
