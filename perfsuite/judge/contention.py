@@ -20,6 +20,7 @@ figures (an older perfsuite) is judged as before, and the verdict says the conte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -145,3 +146,21 @@ def summary_line(result: Result) -> str | None:
         return None
     state = "contended: wall-clock figures are not judged" if contended_run(result) else "within the bound"
     return f"contention: {load.describe()} ({state}, bound {WALL_BOUND:.0%})"
+
+
+def session_line(results: Mapping[str, Result]) -> str | None:
+    """One line for a session's summary: how many runs were contended, with the worst figures; None if unrecorded."""
+    loads = {rid: load_of(r) for rid, r in results.items()}
+    known = {rid: ld for rid, ld in loads.items() if ld.foreign is not None}
+    if not known:
+        return None
+    worst = max(known.values(), key=lambda ld: ld.foreign or 0.0)
+    over = [rid for rid, ld in known.items() if (ld.foreign or 0.0) > WALL_BOUND]
+    if not over:
+        return f"contention: every run within the bound ({WALL_BOUND:.0%}); the worst: {worst.describe()}"
+    shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+    return (
+        f"contention: {len(over)} of {len(known)} runs contended beyond the bound ({WALL_BOUND:.0%}: {shown}); "
+        f"the worst: {worst.describe()}: their wall-clock verdicts abstain, exact counters and the CPU ledger are "
+        "judged as usual"
+    )
