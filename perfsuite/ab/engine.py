@@ -217,6 +217,19 @@ def per_run_values(result: Result, statistic: str = DEFAULT_STATISTIC) -> RunVal
     return RunValues(run_statistic(steps, statistic) / batch, extras)
 
 
+def counted_values(result: Result, statistic: str, where: str, contended: list[str]) -> RunValues | None:
+    """The run's values, or None (its pair dropped, a later round repeats it) when its machine was contended.
+
+    A contended run is listed in ``contended`` with its figures (perfsuite.judge.contention): an interleaved
+    round in which one side waited for a neighbour is not averaged in.
+    """
+    busy = contended_run(result)
+    if busy:
+        contended.append(f"{where}: {busy}")
+        return None
+    return per_run_values(result, statistic)
+
+
 # --------------------------------------------------------------------------- the session
 
 
@@ -359,12 +372,9 @@ def run_ab(
                     session.problems.append(f"round {r + 1}, run {i + 1} ({side}): pytest exit {run.returncode}")
                 first.setdefault(side, run.results)
                 for test_id, result in run.results.items():
+                    where = f"round {r + 1}, run {i + 1} ({side}) `{test_id}`"
                     slot = values.setdefault(test_id, [None] * len(order))
-                    busy = contended_run(result)  # a contended run's pair is dropped, not averaged in: a later round
-                    if busy:  # repeats it (perfsuite.judge.contention)
-                        session.contended.append(f"round {r + 1}, run {i + 1} ({side}) `{test_id}`: {busy}")
-                    else:
-                        slot[i] = per_run_values(result, statistic)
+                    slot[i] = counted_values(result, statistic, where, session.contended)
             loop.add_round(order, values)
         else:
             session.stopped = f"--max-rounds {max_rounds}"

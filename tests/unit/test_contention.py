@@ -199,3 +199,35 @@ def test_a_run_under_planted_busy_processes_records_more_contention_than_a_quiet
         assert (
             med(busy, "cpu_pressure_some") >= med(quiet, "cpu_pressure_some") or med(busy, "cpu_pressure_some") >= 0.9
         ), (quiet, busy)
+
+
+def test_ab_drops_a_contended_run_and_lists_it() -> None:
+    from perfsuite.ab.engine import counted_values
+
+    listed: list[str] = []
+    assert counted_values(result(100.0, contention(0.02)), "min", "round 1, run 1 (A)", listed) is not None
+    assert counted_values(result(100.0, contention(0.95)), "min", "round 1, run 2 (B)", listed) is None
+    assert listed == [
+        f"round 1, run 2 (B): neighbours and steal 95% of the usable CPU, CPU pressure 50%, run queue "
+        f"1.0/core (bound {WALL_BOUND:.0%})"
+    ]
+
+
+def test_the_session_line_counts_contended_runs_and_shows_the_worst() -> None:
+    from perfsuite.judge.contention import session_line
+
+    runs = {"a": result(1.0, contention(0.02)), "b": result(1.0, contention(0.97, 0.99)), "c": result(1.0)}
+    line = session_line(runs) or ""
+    assert line.startswith("contention: 1 of 2 runs contended") and "b" in line and "97%" in line
+    assert "every run within the bound" in (session_line({"a": runs["a"]}) or "")
+    assert session_line({"c": runs["c"]}) is None
+
+
+def test_compare_notes_both_sides_contention_per_test() -> None:
+    from perfsuite.report.compare import contention_notes
+
+    notes = contention_notes({"t": result(1.0, contention(0.03))}, {"t": result(1.0, contention(0.9))})
+    assert notes == [
+        "t: contention: head run: neighbours and steal 90% of the usable CPU, CPU pressure 50%, run queue 1.0/core; "
+        "base: neighbours and steal 3% of the usable CPU, CPU pressure 50%, run queue 1.0/core"
+    ]
