@@ -231,3 +231,22 @@ def test_compare_notes_both_sides_contention_per_test() -> None:
         "t: contention: head run: neighbours and steal 90% of the usable CPU, CPU pressure 50%, run queue 1.0/core; "
         "base: neighbours and steal 3% of the usable CPU, CPU pressure 50%, run queue 1.0/core"
     ]
+
+
+def test_the_run_s_own_cpu_counts_every_thread_so_intra_op_threads_are_not_neighbours() -> None:
+    import threading
+
+    from perfsuite.probes.contention import _own_ns
+
+    def burn() -> None:  # 0.2 s of this thread's CPU: an amount of work, read back as an amount of CPU time
+        start = time.thread_time()
+        while time.thread_time() - start < 0.2:
+            pass
+
+    before = _own_ns()
+    worker = threading.Thread(target=burn)
+    worker.start()
+    worker.join()
+    after = _own_ns()
+    assert before is not None and after is not None
+    assert (after - before) / 1e9 >= 0.19  # /proc/<pid>/schedstat alone (the main thread) would read ~0
