@@ -233,7 +233,7 @@ class ContentionProbe(Probe):
         self._ticker.start()
 
     def stop(self) -> None:
-        if not self._ticker.stop():
+        if "window_end" in self._marks or not self._ticker.stop():  # a second stop() changes nothing
             return
         self._marks["window_end"] = snapshot()
         self._window_runqueue, self._runqueue = self._runqueue, []

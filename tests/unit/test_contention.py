@@ -250,3 +250,19 @@ def test_the_run_s_own_cpu_counts_every_thread_so_intra_op_threads_are_not_neigh
     after = _own_ns()
     assert before is not None and after is not None
     assert (after - before) / 1e9 >= 0.19  # /proc/<pid>/schedstat alone (the main thread) would read ~0
+
+
+def test_a_second_stop_changes_nothing_and_the_window_is_bracketed_by_the_calibration_kernel() -> None:
+    probe = ContentionProbe()
+    probe.setup(None)  # type: ignore[arg-type]
+    probe.start()
+    probe.stop()
+    window = dict(probe._marks)
+    probe.stop()
+    probe.after_window()
+    probe.finish()
+    assert probe._marks["window_end"] is window["window_end"]
+    figures = probe._figures()
+    assert set(figures) >= {"window", "speed_of_light", "calibration"}
+    assert set(figures["calibration"]) == {"before", "after"}
+    assert all(c["cpu_ms"] > 0 and c["wall_over_cpu"] > 0 for c in figures["calibration"].values())
