@@ -159,24 +159,20 @@ def test_environment_round_trips_through_json_and_a_bad_one_names_its_field() ->
         Result.from_dict(data)
 
 
-def _probe_over_fixed_work(busy: int) -> dict:
-    """The probe around a fixed amount of work (a count of iterations, not a time), with ``busy`` spinners.
+def _run_under(busy: int) -> dict:
+    """A perfsuite run of a tiny reference workload (a fixed count of steps) with ``busy`` spinning processes.
 
-    The spinners are started by a shell, so they are not this process's children: its tree's CPU is not theirs.
+    The spinners are started by a shell, so they are not this process's children: the run's tree is not theirs.
     """
+    from perfsuite.harness.runner import RunSpec, run
+
     spin = f"{sys.executable} -c 'while True: pass' & "
     shell = subprocess.Popen(["/bin/sh", "-c", spin * busy + "wait"], start_new_session=True)
     try:
-        time.sleep(0.3)  # the spinners get scheduled before the interval starts
-        probe = ContentionProbe()
-        probe.setup(None)  # type: ignore[arg-type]  # setup reads only the usable cores
-        probe.start()
-        total = 0
-        for k in range(2_000_000):
-            total += k % 7
-        probe.stop()
-        probe.after_window()
-        return probe._figures()["window"]
+        time.sleep(0.3)  # the spinners get scheduled before the run starts
+        spec = RunSpec("gray_classifier", steps=6, warmup=1, observe_steps=0, period_steps=0, sol_steps=2)
+        result = run(spec, probes=[ContentionProbe()])
+        return result.environment["contention"]["window"]
     finally:
         os.killpg(shell.pid, signal.SIGTERM)
         shell.wait(5)
@@ -185,9 +181,9 @@ def _probe_over_fixed_work(busy: int) -> dict:
 @pytest.mark.slow
 def test_a_run_under_planted_busy_processes_records_more_contention_than_a_quiet_one() -> None:
     quiet, busy = [], []
-    for _ in range(3):  # alternated, so a neighbour's own load moves both sides alike
-        quiet.append(_probe_over_fixed_work(0))
-        busy.append(_probe_over_fixed_work(3))
+    for _ in range(2):  # alternated, so a neighbour's own load moves both sides alike
+        quiet.append(_run_under(0))
+        busy.append(_run_under(3))
 
     def med(runs: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in runs)
