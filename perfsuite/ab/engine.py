@@ -50,6 +50,7 @@ from perfsuite.core.pytest_cmd import plugin_args
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.adaptive import DEFAULT_RULE, ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide
+from perfsuite.judge.contention import contended_run
 
 DEFAULT_BUDGET_S = 900.0
 DEFAULT_MAX_ROUNDS = 20
@@ -216,6 +217,19 @@ def per_run_values(result: Result, statistic: str = DEFAULT_STATISTIC) -> RunVal
     return RunValues(run_statistic(steps, statistic) / batch, extras)
 
 
+def counted_values(result: Result, statistic: str, where: str, contended: list[str]) -> RunValues | None:
+    """The run's values, or None (its pair dropped, a later round repeats it) when its machine was contended.
+
+    A contended run is listed in ``contended`` with its figures (perfsuite.judge.contention): an interleaved
+    round in which one side waited for a neighbour is not averaged in.
+    """
+    busy = contended_run(result)
+    if busy:
+        contended.append(f"{where}: {busy}")
+        return None
+    return per_run_values(result, statistic)
+
+
 # --------------------------------------------------------------------------- the session
 
 
@@ -260,6 +274,7 @@ class ABSession:
     run_seconds: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     stopped: str = ""
+    contended: list[str] = field(default_factory=list)  # runs whose pair was not counted (judge.contention)
 
     @property
     def regressed(self) -> bool:
@@ -357,7 +372,9 @@ def run_ab(
                     session.problems.append(f"round {r + 1}, run {i + 1} ({side}): pytest exit {run.returncode}")
                 first.setdefault(side, run.results)
                 for test_id, result in run.results.items():
-                    values.setdefault(test_id, [None] * len(order))[i] = per_run_values(result, statistic)
+                    where = f"round {r + 1}, run {i + 1} ({side}) `{test_id}`"
+                    slot = values.setdefault(test_id, [None] * len(order))
+                    slot[i] = counted_values(result, statistic, where, session.contended)
             loop.add_round(order, values)
         else:
             session.stopped = f"--max-rounds {max_rounds}"
@@ -450,6 +467,7 @@ def to_dict(s: ABSession) -> dict[str, Any]:
         "elapsed_s": round(s.elapsed_s, 3),
         "stopped": s.stopped,
         "problems": s.problems,
+        "contended": s.contended,
         "regressed": s.regressed,
         "tests": [
             {
@@ -524,6 +542,14 @@ def format_markdown(s: ABSession) -> str:
         lines += ["", "</details>"]
     if s.problems:
         lines += ["", "**Problems**", "", *(f"- {p}" for p in s.problems)]
+    if s.contended:
+        lines += [
+            "",
+            f"**Contended runs** ({len(s.contended)}): their pairs were not counted; later rounds replace them",
+            "",
+            *(f"- {c}" for c in s.contended[:20]),
+            *([f"- ... and {len(s.contended) - 20} more"] if len(s.contended) > 20 else []),
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -170,6 +170,10 @@ def format_run(result: Any) -> str:
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
     lines += [f"  note: {note}" for note in result.notes]
+    from perfsuite.judge.contention import session_line
+
+    contention = session_line({"this run": result})  # how busy the machine was (perfsuite.judge.contention)
+    lines += [f"  {contention}"] if contention else []
     if result.ranks:
         from perfsuite.report.ranks import format_ranks
 

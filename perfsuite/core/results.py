@@ -260,6 +260,9 @@ class Result:
     # A run on several ranks (perfsuite.harness.distributed): each rank's own figures, rank 0 first. The metrics
     # above are then the job's as a whole (see perfsuite.harness.rank_merge). Empty for a one-process run.
     ranks: tuple[RankResult, ...] = ()
+    # What the machine was doing during the run, by concern: "contention" (perfsuite.probes.contention: CPU
+    # pressure, steal, neighbours' CPU, run queue, the calibration kernel's speed). JSON values; not judged itself.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> Metric:
         """The metric by name; a metric no probe reported is unavailable, with that reason."""
@@ -287,6 +290,7 @@ class Result:
             "notes": list(self.notes),
             "fingerprint": asdict(self.fingerprint),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
+            **({"environment": self.environment} if self.environment else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -348,6 +352,7 @@ class Result:
             created=_text(data["created"], "created"),
             schema_version=version,
             ranks=_ranks(data.get("ranks", [])),
+            environment=_environment(data.get("environment", {})),
         )
         from perfsuite.core.schema import check_result
 
@@ -379,6 +384,7 @@ _RESULT_FIELDS = (
     "fingerprint",
     "knob_sources",
     "ranks",
+    "environment",
 )
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()
@@ -517,3 +523,23 @@ def _knob_sources(value: Any) -> dict[str, str]:
     for key, source in value.items():
         _need(isinstance(source, str), f"knob_sources.{key}", source, "a string")
     return dict(value)
+
+
+def _environment(value: Any, where: str = "environment") -> dict[str, Any]:
+    """What the machine was doing: an object of JSON values (finite numbers, strings, booleans, null, nesting)."""
+    _need(isinstance(value, dict), where, value, "an object (Result.environment: concern -> figures)")
+    for key, item in value.items():
+        _environment_value(item, f"{where}.{key}")
+    return dict(value)
+
+
+def _environment_value(item: Any, where: str) -> None:
+    if isinstance(item, dict):
+        _environment(item, where)
+    elif isinstance(item, list):
+        for i, x in enumerate(item):
+            _environment_value(x, f"{where}[{i}]")
+    elif isinstance(item, (int, float)) and not isinstance(item, bool):
+        _number(item, where)
+    else:
+        _need(item is None or isinstance(item, (str, bool)), where, item, "a number, string, boolean or null")

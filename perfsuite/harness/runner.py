@@ -168,6 +168,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     clock = _StepClock(device)
     fetch_s: list[float] = []
     fetch_cpu_s: list[float] = []
+    step_cpu_s: list[float] = []
     host_s: list[float] = []
     step_start_s: list[float] = []
     epoch_fetch_ms: list[float] = []
@@ -227,7 +228,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                         epochs = batches.epochs
                         batch = next(batches)
                         t1 = time.perf_counter()
-                        fetch_cpu_s.append(time.thread_time() - c0)
+                        c1 = time.thread_time()
+                        fetch_cpu_s.append(c1 - c0)
                         fetch_s.append(t1 - t0)
                         if batches.epochs != epochs:
                             epoch_fetch_ms.append((t1 - t0) * 1e3)
@@ -235,6 +237,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                         delivered += batch_samples(batch)
                         job.step(batch)
                         clock.mark()
+                        step_cpu_s.append(time.thread_time() - c1)  # the load-robust companion of step_ms
                         host_s.append(time.perf_counter() - t0)
                         last_batch = batch
                     _synchronize(device)
@@ -307,6 +310,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         fetch_cpu_s=fetch_cpu_s,
         epoch_fetch_cpu_ms=epoch_fetch_cpu_ms,
         step_start_s=step_start_s,
+        step_cpu_s=step_cpu_s,
     )
     return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
 
@@ -332,12 +336,14 @@ def assemble_result(
     timeline: dict[str, list[float]] = {}
     probe_samples: dict[str, list[float]] = {}
     probe_notes: list[str] = []
+    environment: dict[str, Any] = {}
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
         probe_samples.update(probe.samples())
         probe_notes += probe.notes()
+        environment.update(probe.environment())
     if "loader_capacity_samples_per_s" in metrics:
         metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     if plan.skipped:
@@ -370,6 +376,7 @@ def assemble_result(
         warmup=spec.warmup,
         notes=tuple(dict.fromkeys([*notes, *job.notes, *probe_notes])),
         timeline=timeline,
+        environment=environment,
     )
 
 

@@ -636,6 +636,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         note = summary.oversubscription_note(perf.results)
         if note:
             tr.write_line(note)
+        from perfsuite.judge.contention import session_line
+
+        contention = session_line(perf.results)  # how busy the machine was: wall-clock verdicts abstain beyond it
+        if contention:
+            tr.write_line(contention)
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 

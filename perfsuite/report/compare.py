@@ -111,5 +111,21 @@ def judge_paths(
     bases, heads = load_side(base, notes), load_side(head, notes)
     if head.is_file():  # two files: the user paired them, whatever their test ids
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
+        if notes is not None:
+            notes += contention_notes({test_id: b}, {test_id: h})
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads
+    if notes is not None:
+        notes += contention_notes(bases, heads)
     return compare_sides(bases, heads, factor, alpha, force), heads
+
+
+def contention_notes(bases: dict[str, Result], heads: dict[str, Result]) -> list[str]:
+    """Per test compared, both runs' contention (perfsuite.judge.contention), where either side recorded it."""
+    from perfsuite.judge.contention import load_of
+
+    out = []
+    for test_id in sorted(set(bases) & set(heads)):
+        b, h = load_of(bases[test_id]), load_of(heads[test_id])
+        if b.foreign is not None or h.foreign is not None:
+            out.append(f"{test_id}: contention: head run: {h.describe()}; base: {b.describe()}")
+    return out

@@ -101,6 +101,7 @@ def format_terminal(diag: Mapping[str, Any]) -> str:
         *_finding_lines(diag.get("findings", [])),
     ]
     lines += [f"note: {n}" for n in diag.get("notes", [])]
+    lines += [diag["contention"]] if diag.get("contention") else []  # perfsuite.judge.contention.session_line
     return "\n".join(lines)
 
 

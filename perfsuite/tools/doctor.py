@@ -35,6 +35,7 @@ from typing import Any
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.runner import INPUT_BANDS, RunSpec, input_band
+from perfsuite.judge.contention import session_line as contention_line
 
 DEFAULT_ROUNDS = 3
 CONFIDENCE = 0.95
@@ -228,6 +229,7 @@ class Diagnosis:
             "observed": self.observed,
             "timeline": _timeline(last, self.observed) if last else {},
             "notes": self.notes,
+            "contention": contention_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),  # or None
         }
 
 
