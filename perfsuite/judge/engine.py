@@ -131,6 +131,12 @@ def judge_metric(
             Outcome.NEW,
             f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
         )
+    if spec.exact and ("libraries" in b.detail or "libraries" in h.detail):
+        from perfsuite.judge.libraries import mismatch
+
+        differs = mismatch(test_id, name, b.detail.get("libraries"), h.detail.get("libraries"), "")
+        if differs is not None:
+            return differs
     if spec.kind == "timing":
         return _judge_samples(spec, base, head, test_id, factor, alpha)
     if spec.kind == "noisy":

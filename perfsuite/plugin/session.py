@@ -209,6 +209,7 @@ class PerfSession:
                 self.update_command,
                 store.expected_breakdown(rec.result_id),
                 s.allow_missing_exact,
+                libraries=store.libraries,
             )
         if store.expected(rec.result_id) is None:
             self.exact_missing.append(rec.result_id)
