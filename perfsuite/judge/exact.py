@@ -426,6 +426,10 @@ def check_exact(
             message = f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})"
             if outcome is not Outcome.UNCHANGED and name in parts:
                 moved = movers({"by": parts[name]}, head.metric(name).detail)
+                if spec.family == "loader work":  # the callables that changed most, by ratio
+                    from perfsuite.judge.loaderwork import moved as work_moved
+
+                    moved = work_moved(parts[name], head.metric(name).detail.get("by"), spec.unit)
                 message += f": {moved}" if moved else ""
             verdict = Verdict(
                 test_id,
