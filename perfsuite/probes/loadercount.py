@@ -16,9 +16,12 @@ stage (``__getitem__``, its ``transform`` where the Dataset holds one, ``collate
 * **output**: the bytes, dtypes and shapes leaving each stage (``ndarray uint8 64x64``);
 * **off-CPU time**: wall minus thread CPU per stage, the one *noisy* figure (a sleep or a slow read).
 
-Every counted batch is run once uncounted first (lazy imports, per-process and per-index caches), the
-garbage collector is off while counting (a finaliser running at a collection would count), and the
-generators and torch's thread count are restored afterwards. The counts depend on the code, the data and
+The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
+on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
+a counter that differs between the two counted passes is reported *unavailable*, naming what moved
+(a generator nobody seeds, a clock read in a loop), never judged exactly. The garbage collector is off
+while counting (a finaliser running at a collection would count), and the generators and torch's thread
+count are restored afterwards. The counts depend on the code, the data and
 the library versions (Python, Pillow and its codecs, NumPy, torch, torchvision): those are recorded in each
 metric's ``detail["libraries"]``, and a difference makes a comparison *inconclusive*, never a regression.
 ``tests/unit/test_loadercount.py`` checks that repeated replays, in this process and in fresh ones, agree.
@@ -182,6 +185,7 @@ class Counts:
     wall_ns: Counter[str] = field(default_factory=Counter)
     cpu_ns: Counter[str] = field(default_factory=Counter)
     read_why: str | None = None  # why read bytes are unavailable
+    moved: dict[str, str] = field(default_factory=dict)  # metric -> what differed between two counted passes
     cost_s: float = 0.0  # the counting replay's own CPU time
 
 
@@ -281,18 +285,9 @@ class _Staged:
         return out
 
 
-def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
-    """Count the loader's work on ``batches`` fixed batches (after one uncounted pass); Counts, or why not."""
-    import tracemalloc
-
-    import numpy as np
-
-    plan = replay_plan(loader, batch_size)
-    if isinstance(plan, str):
-        return plan
-    dataset, collate, per_batch = plan
+def _staged_copy(dataset: Any, holder: list[_Tally | None]) -> tuple[Any, list[str]]:
+    """A fresh copy of the Dataset (its generators and caches as the original holds them), transforms staged."""
     clone = _copy(dataset)
-    holder: list[_Tally | None] = [None]
     staged = []
     for attr in TRANSFORM_ATTRS:
         fn = getattr(clone, attr, None)
@@ -302,58 +297,101 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                 staged.append(attr)
             except (AttributeError, TypeError):
                 continue
-    stages = ["__getitem__", *(["transform"] if staged else []), *(["collate_fn"] if collate is not None else [])]
+    return clone, staged
+
+
+def _one_pass(clone: Any, collate: Any, plans: list[list[int]], seed: int, reseed: Any, tally: _Tally | None) -> None:
+    """The batches once, counted into ``tally`` (None: uncounted, to warm what the counted passes use)."""
+    for b, indices in enumerate(plans):
+        reseed(seed * 1_000_003 + b)
+        samples = []
+        for i in indices:
+            if tally is not None:
+                tally.enter("__getitem__")
+                sample = clone[i]
+                tally.leave()
+                tally.output("__getitem__", sample)
+            else:
+                sample = clone[i]
+            samples.append(sample)
+        if collate is None:
+            continue
+        if tally is not None:
+            tally.enter("collate_fn")
+            batch = collate(samples)
+            tally.leave()
+            tally.output("collate_fn", batch)
+        else:
+            collate(samples)
+        del samples
+
+
+def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
+    """Count the loader's work on ``batches`` fixed batches; Counts, or why not.
+
+    Three passes, each on a fresh copy of the Dataset (so a generator the Dataset holds starts each pass
+    where the original is): one uncounted (imports, per-process caches), then two counted. What differs
+    between the two counted passes is not reproducible (a generator nobody seeds, a clock read in a loop):
+    ``Counts.moved`` says which, and those counters are reported unavailable, never judged exactly.
+    """
+    import tracemalloc
+
+    import numpy as np
+
+    plan = replay_plan(loader, batch_size)
+    if isinstance(plan, str):
+        return plan
+    dataset, collate, per_batch = plan
+    holder: list[_Tally | None] = [None]
     order = np.random.default_rng(seed).permutation(len(dataset))
     plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
-    out = Counts(samples=per_batch * batches, stages=stages)
-    out.code["__getitem__"] = f"{type(dataset).__module__}.{type(dataset).__qualname__}.__getitem__"
-    if staged:
-        out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in staged)
-    if collate is not None:
-        out.code["collate_fn"] = f"{getattr(collate, '__module__', '?')}.{getattr(collate, '__qualname__', collate)}"
     rchar = _rchar_reader()
-    if rchar is None:
-        out.read_why = "/proc/thread-self/io is not readable here (Linux only)"
-    tally = _Tally(out, rchar, {_Staged.__call__.__code__, *_own_codes()})
+    passes: list[Counts] = []
+    skip = {_Staged.__call__.__code__, *_own_codes()}
     started = time.thread_time()
     traced_before = tracemalloc.is_tracing()
     gc_before = gc.isenabled()
     old_profile = sys.getprofile()
+    tally: _Tally | None = None
     try:
         with _isolated() as reseed:
-            for counted in (False, True):  # the first pass warms every cache the counted one would fill
-                if counted:
-                    gc.collect()
-                    gc.disable()
+            for counted in (False, True, True):
+                clone, staged = _staged_copy(dataset, holder)
+                if not counted:
+                    _one_pass(clone, collate, plans, seed, reseed, None)
+                    continue
+                stages = ["__getitem__", *(["transform"] if staged else [])]
+                out = Counts(samples=per_batch * batches, stages=stages + (["collate_fn"] if collate else []))
+                out.code["__getitem__"] = f"{type(dataset).__module__}.{type(dataset).__qualname__}.__getitem__"
+                if staged:
+                    out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in staged)
+                if collate is not None:
+                    name = getattr(collate, "__qualname__", type(collate).__qualname__)
+                    out.code["collate_fn"] = f"{getattr(collate, '__module__', '?')}.{name}"
+                if rchar is None:
+                    out.read_why = "/proc/thread-self/io is not readable here (Linux only)"
+                tally = _Tally(out, rchar, skip)
+                gc.collect()
+                gc.disable()
+                if not traced_before:
+                    tracemalloc.start()
+                holder[0] = tally
+                sys.setprofile(tally.profile)
+                tally.on = True
+                try:
+                    _one_pass(clone, collate, plans, seed, reseed, tally)
+                finally:
+                    tally.on = False
+                    sys.setprofile(old_profile)
+                    holder[0] = None
                     if not traced_before:
-                        tracemalloc.start()
-                    holder[0] = tally
-                    sys.setprofile(tally.profile)
-                    tally.on = True
-                for b, indices in enumerate(plans):
-                    reseed(seed * 1_000_003 + b)
-                    samples = []
-                    for i in indices:
-                        if counted:
-                            tally.enter("__getitem__")
-                            sample = clone[i]
-                            tally.leave()
-                            tally.output("__getitem__", sample)
-                        else:
-                            sample = clone[i]
-                        samples.append(sample)
-                    if collate is None:
-                        continue
-                    if counted:
-                        tally.enter("collate_fn")
-                        batch = collate(samples)
-                        tally.leave()
-                        tally.output("collate_fn", batch)
-                    else:
-                        collate(samples)
-                    del samples
+                        tracemalloc.stop()
+                    if gc_before:
+                        gc.enable()
+                passes.append(out)
     finally:
-        tally.on = False
+        if tally is not None:
+            tally.on = False
         sys.setprofile(old_profile)
         holder[0] = None
         if not traced_before and tracemalloc.is_tracing():
@@ -362,7 +400,27 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
             gc.enable()
         if rchar is not None:
             os.close(rchar.fd)  # type: ignore[attr-defined]
-    out.cost_s = time.thread_time() - started
+    first, second = passes
+    first.moved = _moved(first, second)
+    first.cost_s = time.thread_time() - started
+    return first
+
+
+def _moved(a: Counts, b: Counts) -> dict[str, str]:
+    """Per exact counter, what differed between two counted passes of the same indices (empty: nothing)."""
+    from perfsuite.judge.verdict import format_value
+
+    n = max(1, a.samples)
+    out: dict[str, str] = {}
+    for metric, field_name in EXACT_FIELDS.items():
+        x, y = getattr(a, field_name), getattr(b, field_name)
+        if x != y:
+            keys = sorted(set(x) | set(y), key=lambda k: -abs(y.get(k, 0) - x.get(k, 0)))
+            out[metric] = ", ".join(
+                f"{k} {format_value(x.get(k, 0) / n)} -> {format_value(y.get(k, 0) / n)}" for k in keys[:3]
+            )
+    if a.formats != b.formats:
+        out["loader_output_format"] = "the shapes or dtypes leaving a stage"
     return out
 
 
@@ -385,6 +443,15 @@ METRICS = (
 )
 
 
+EXACT_FIELDS = {
+    "loader_calls_per_sample": "calls",
+    "loader_decoded_pixels_per_sample": "pixels",
+    "loader_read_bytes_per_sample": "read_bytes",
+    "loader_blocking_calls_per_sample": "blocking",
+    "loader_output_bytes_per_sample": "out_bytes",
+}
+
+
 def _per(counter: Mapping[str, int], n: int) -> dict[str, float]:
     return {k: round(v / n, 4) for k, v in sorted(counter.items()) if v}
 
@@ -395,6 +462,8 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
     common = {"libraries": dict(libraries), "samples": c.samples, "code": dict(c.code), "stages": list(c.stages)}
 
     def exact(name: str, unit: str, counter: Mapping[str, int], **extra: Any) -> Metric:
+        if name in c.moved:
+            return Metric.unavailable(name, _not_reproducible(c.moved[name]), unit)
         by = _per(counter, n)
         return Metric(name, round(sum(counter.values()) / n, 4), unit, detail={**common, "by": by, **extra})
 
@@ -413,7 +482,10 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
         exact("loader_output_bytes_per_sample", "bytes/sample", c.out_bytes),
     ]
     formats = "; ".join(f"{s} -> {' | '.join(sorted(c.formats[s]))}" for s in c.stages if s in c.formats)
-    out.append(Metric("loader_output_format", formats, "", detail=dict(common)))
+    if "loader_output_format" in c.moved:
+        out.append(Metric.unavailable("loader_output_format", _not_reproducible(c.moved["loader_output_format"])))
+    else:
+        out.append(Metric("loader_output_format", formats, "", detail=dict(common)))
     off = {s: max(0, c.wall_ns[s] - c.cpu_ns[s]) / 1e6 / n for s in c.stages}
     out.append(
         Metric(
@@ -424,6 +496,14 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
         )
     )
     return out
+
+
+def _not_reproducible(what: str) -> str:
+    return (
+        f"not reproducible: two counts of the same indices in this run differ ({what}); the loader's work depends "
+        "on something the replay does not fix (a generator nobody seeds, a clock, a cache), so it is not judged "
+        "exactly"
+    )
 
 
 class LoaderCountProbe(Probe):
