@@ -408,17 +408,13 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
 
 def _moved(a: Counts, b: Counts) -> dict[str, str]:
     """Per exact counter, what differed between two counted passes of the same indices (empty: nothing)."""
-    from perfsuite.judge.verdict import format_value
-
     n = max(1, a.samples)
     out: dict[str, str] = {}
     for metric, field_name in EXACT_FIELDS.items():
         x, y = getattr(a, field_name), getattr(b, field_name)
         if x != y:
             keys = sorted(set(x) | set(y), key=lambda k: -abs(y.get(k, 0) - x.get(k, 0)))
-            out[metric] = ", ".join(
-                f"{k} {format_value(x.get(k, 0) / n)} -> {format_value(y.get(k, 0) / n)}" for k in keys[:3]
-            )
+            out[metric] = ", ".join(f"{k} {x.get(k, 0) / n:.4g} -> {y.get(k, 0) / n:.4g}" for k in keys[:3])
     if a.formats != b.formats:
         out["loader_output_format"] = "the shapes or dtypes leaving a stage"
     return out
