@@ -170,3 +170,13 @@ def test_the_exact_file_is_headed_by_the_library_versions_and_a_mismatch_is_inco
     other = {**library_versions(), "numpy": "1.0.0"}
     (moved,) = check_exact(again.expected("t"), counted(2, other), "t", "f.json", libraries=again.libraries)
     assert moved.outcome is Outcome.INCONCLUSIVE and "numpy" in moved.message and "1.0.0" in moved.message
+
+
+def test_a_marker_bounds_a_loader_counter() -> None:
+    from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
+
+    m = Metric("loader_decoded_pixels_per_sample", 16384, "pixels/sample", detail={"by": {"__getitem__": 16384}})
+    result = Result("w", "smoke", {}, {m.name: m}, {}, FP, 8, 1, 0)
+    (over,) = check_thresholds(result, "t", parse_thresholds({"max_loader_decoded_pixels_per_sample": 4096}))
+    (within,) = check_thresholds(result, "t", parse_thresholds({"max_loader_decoded_pixels_per_sample": 16384}))
+    assert over.failed and not within.failed
