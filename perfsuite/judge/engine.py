@@ -135,6 +135,12 @@ def judge_metric(
             Outcome.NEW,
             f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
         )
+    if spec.exact and ("libraries" in b.detail or "libraries" in h.detail):
+        from perfsuite.judge.libraries import mismatch
+
+        differs = mismatch(test_id, name, b.detail.get("libraries"), h.detail.get("libraries"), "")
+        if differs is not None:
+            return differs
     if spec.kind == "timing":
         return _judge_samples(spec, base, head, test_id, factor, alpha)
     if spec.kind == "noisy":
@@ -148,6 +154,10 @@ def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric
     from perfsuite.judge.causes import movers
 
     moved = movers(b.detail, h.detail)
+    if spec.family == "loader work":  # perfsuite.probes.loadercount: the callables that changed most, by ratio
+        from perfsuite.judge.loaderwork import moved as work_moved
+
+        moved = work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)
     if outcome is not Outcome.UNCHANGED and moved:
         message += f": {moved}"
     ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)
