@@ -66,6 +66,7 @@ class ResultSchema(BaseModel):
     fingerprint: FingerprintSchema
     knob_sources: dict[str, StrictStr] = {}
     ranks: list[dict[str, Any]] = []
+    environment: dict[str, Any] = {}  # what the machine was doing: contention (probes/contention.py)
 
 
 class ExactFileSchema(BaseModel):
@@ -78,6 +79,8 @@ class ExactFileSchema(BaseModel):
     torch: StrictStr | None = None
     tests: dict[str, dict[str, StrictBool | Number | StrictStr | None]]
     breakdown: dict[str, dict[str, dict[str, Number]]] = {}
+    settings: dict[str, dict[str, StrictBool | Number | StrictStr | None]] = {}  # loader settings pinned per test
+    libraries: dict[str, StrictStr | None] | None = None  # versions the loader's counters were recorded with
 
 
 def _where(loc: tuple[Any, ...]) -> str:
