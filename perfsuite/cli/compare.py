@@ -54,7 +54,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if args.png:
             report.write_png(verdicts, args.png, heads)
     except (PerfsuiteError, OSError) as exc:
-        print(f"perfsuite compare: error: {exc}", file=err)
+        from perfsuite.cli.main import os_error_text
+
+        told = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        print(f"perfsuite compare: error: {told}", file=err)
         return 2
     for note in notes:
         print(f"perfsuite compare: note: {note}", file=err)

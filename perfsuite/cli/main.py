@@ -73,11 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"perfsuite: error: {for_command(str(exc), args)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(
-            f"perfsuite: error: {where}{exc.strerror or exc}; check the path, its space and permissions",
-            file=sys.stderr,
-        )
+        print(f"perfsuite: error: {os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         what = str(exc) or "interrupted (Ctrl-C); no result was written"
@@ -92,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"perfsuite: error: {told.line}", file=sys.stderr)
         print(told.traceback, end="", file=sys.stderr)
         return 2
+
+
+def os_error_text(exc: OSError) -> str:
+    """``PATH: No space left on device; check ...``: the user's path (never a temporary) once, one colon."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}; check the path, its free space and permissions"
 
 
 if __name__ == "__main__":

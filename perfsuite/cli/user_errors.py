@@ -46,14 +46,14 @@ class UserError:
 def describe(exc: BaseException, target: str) -> UserError | None:
     """The one line and the user's traceback for ``exc`` raised while running ``target``; None if not the user's."""
     phase, steps = _phase(exc.__traceback__)
-    where = PHASES.get(phase or "", "while building the job" if _in_factory(exc.__traceback__) else "")
+    where = " " + PHASES.get(phase or "", _before_the_run(exc.__traceback__))
     at = f" ({steps} step(s) done)" if steps else ""
     text = str(exc)
     killed = _WORKER_SIGNAL.search(text)
     if killed:
         pids, name = killed.group(1).strip(), killed.group(2).strip()
         return UserError(
-            f"job {target!r}: DataLoader worker (pid {pids}) was killed by signal {_signal_name(name)} {where}{at}; "
+            f"job {target!r}: DataLoader worker (pid {pids}) was killed by signal {_signal_name(name)}{where}{at}; "
             "its Dataset or collate crashed (native code, or memory); run with --workers 0 to see it fail in "
             "this process",
             "",
@@ -66,7 +66,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
             return None
         last = frames.rstrip("\n").splitlines()[-1]
         return UserError(
-            f"job {target!r} raised {kind} in its Dataset (DataLoader worker {worker}) {where}{at}: "
+            f"job {target!r} raised {kind} in its Dataset (DataLoader worker {worker}){where}{at}: "
             f"{last.split(': ', 1)[-1]}",
             head + frames,
         )
@@ -79,7 +79,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     body = "Traceback (most recent call last):\n" + "".join(kept.format())
     body += "".join(traceback.format_exception_only(type(exc), exc))
     first_line = text.splitlines()[0] if text.strip() else "(no message)"
-    return UserError(f"job {target!r} raised {type(exc).__name__} in {part} {where}{at}: {first_line}", body)
+    return UserError(f"job {target!r} raised {type(exc).__name__} in {part}{where}{at}: {first_line}", body)
 
 
 def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
@@ -96,12 +96,17 @@ def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
     return phase, steps
 
 
-def _in_factory(tb: TracebackType | None) -> bool:
+def _before_the_run(tb: TracebackType | None) -> str:
+    """Where an error outside the runner's phases came from: the job's factory, or a module given to --import."""
+    names = set()
     while tb is not None:
-        if tb.tb_frame.f_code.co_name in ("call_factory", "resolve", "bind"):
-            return True
+        names.add(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
-    return False
+    if names & {"call_factory", "resolve", "bind"}:
+        return "while building the job"
+    if "import_modules" in names:
+        return "while importing its module (--import)"
+    return "before the run"
 
 
 def _part(summary: traceback.StackSummary, first: int) -> str:

@@ -128,7 +128,7 @@ def workload_or_job(name: str, imports: list[str], flag_hint: str = "", what: st
     )
 
 
-def test_id(target: str) -> None:
+def perf_test_id(target: str) -> None:
     """A perf test's node id whose file does not exist is refused before pytest starts."""
     file = Path(target.split("::")[0])
     if not file.is_file():
@@ -200,7 +200,7 @@ def _check_doctor(args: argparse.Namespace) -> None:
         above("--target-samples-per-s", args.target_samples_per_s, 0)
     outputs("doctor", args)
     if looks_like_test_id(args.workload):
-        test_id(args.workload)
+        perf_test_id(args.workload)
     else:
         workload_or_job(
             args.workload,
@@ -262,7 +262,7 @@ def _check_tune(args: argparse.Namespace) -> None:
     _tune_requirements(args.require)
     _tune_paths(args)  # before the names: those import torch (seconds), a path needs nothing
     if looks_like_test_id(args.workload):
-        test_id(args.workload)
+        perf_test_id(args.workload)
     else:
         workload_or_job(args.workload, args.imports)
         workload_knobs(args)
