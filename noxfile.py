@@ -90,7 +90,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_params=VENV_PARAMS)
 def slow(session: nox.Session) -> None:
-    """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor (CI runs them too)."""
+    """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor, bisect, and the history
+    dashboard in headless Chromium (CI runs them too; the browser test skips, saying why, without chromium)."""
+    session.install("selenium>=4.20")  # drives the system's chromium (.ci/run installs it where it can)
     run_tests(session, "slow")
 
 
