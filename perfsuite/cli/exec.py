@@ -32,7 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the training DataLoader when the script iterates several: the class of its dataset or loader "
         "(FaceParsingDataset), NAME#N for the N-th such, or N for the N-th DataLoader iterated (default: the first)",
     )
-    p.add_argument("--criterion", metavar="CLASS", help="the loss module's class, when the script holds several")
+    p.add_argument(
+        "--criterion",
+        metavar="NAME",
+        help="the loss module to check the labels at, by class (OhemCELoss) or path (LossP.criteria); default: the "
+        "innermost loss module the labels reach",
+    )
     p.add_argument("--num-classes", type=int, metavar="N", help="classes of the targets (for label checks)")
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
