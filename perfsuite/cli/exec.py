@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
     p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    from perfsuite.cli.script_ranks import add_rank_arguments
+
+    add_rank_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS (or -- python -m module ARGS)")
 
 
@@ -95,9 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     # With --json, stdout is the Result's: the script's own prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    from perfsuite.cli.script_ranks import run_ranks, wants_ranks
+
     try:
         with quiet:
-            result = run_job(spec)
+            result = run_ranks(script, spec, args, "exec") if wants_ranks(args) else run_job(spec)
     except ScriptError as exc:
         if exc.script_traceback:
             print(exc.script_traceback, end="", file=sys.stderr)

@@ -148,6 +148,7 @@ class _Driver:
         # the window
         self.clock: _StepClock | None = None
         self.fetch_s: list[float] = []
+        self.step_start_s: list[float] = []  # each window step's start (its batch request), for the rank probe
         self.host_s: list[float] = []
         self.epoch_fetch_ms: list[float] = []
         self.delivered = 0
@@ -272,6 +273,7 @@ class _Driver:
             self.dog.record_step(t_req - previous)
         if self.phase == WINDOW:
             self.fetch_s.append(fetched)
+            self.step_start_s.append(t_req)
             if new_epoch:
                 self.epoch_fetch_ms.append(fetched * 1e3)
             self.delivered += batch_samples(batch)
@@ -450,6 +452,7 @@ class _Driver:
             samples=self.delivered,
             host_step_s=self.host_s,
             epoch_fetch_ms=self.epoch_fetch_ms,
+            step_start_s=self.step_start_s,
         )
 
 
