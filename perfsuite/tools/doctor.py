@@ -204,6 +204,8 @@ class Diagnosis:
     findings: list[dict[str, Any]] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    counterfactuals: list[dict[str, Any]] = field(default_factory=list)  # a script's (perfsuite.tools.doctor_script)
+    counterfactuals_reason: str = ""
 
     @property
     def bottleneck(self) -> str:
@@ -228,6 +230,8 @@ class Diagnosis:
             "observed": self.observed,
             "timeline": _timeline(last, self.observed) if last else {},
             "notes": self.notes,
+            "counterfactuals": self.counterfactuals,
+            "counterfactuals_reason": self.counterfactuals_reason,
         }
 
 

@@ -2,10 +2,12 @@
 
 ``--slow-rank K --delay-ms D``: rank K does D ms more host work per step (a straggler);
 ``--die-rank K``: rank K raises at its 5th batch; ``--hang-rank K``: rank K blocks at its 5th batch.
+Run as plain ``python train_ddp.py`` it is a world of one rank (as many scripts default when RANK is unset).
 """
 
 import argparse
 import os
+import socket
 import time
 
 import torch
@@ -22,6 +24,11 @@ def main() -> None:
     parser.add_argument("--die-rank", type=int, default=-1)
     parser.add_argument("--hang-rank", type=int, default=-1)
     args = parser.parse_args()
+    if "RANK" not in os.environ:  # not under torchrun: one rank on a free local port
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     data = TensorDataset(torch.randn(64, 16), torch.randint(0, 4, (64,)))
