@@ -28,6 +28,15 @@ def add_script_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--loader", metavar="NAME", help="the training DataLoader when the script iterates several")
     group.add_argument("--criterion", metavar="NAME", help="the loss module to check the labels at (class or path)")
     group.add_argument("--num-classes", type=int, metavar="N", help="classes of the targets (for label checks)")
+    from perfsuite.cli.run import _count
+
+    group.add_argument(
+        "--nproc-per-node",
+        type=_count(1),
+        default=1,
+        metavar="N",
+        help="a DDP script: each run launches it on N ranks through torch.distributed.run (as perfsuite exec)",
+    )
 
 
 def is_script_command(args: argparse.Namespace) -> bool:
@@ -71,7 +80,8 @@ def diagnose_spec(
     from perfsuite.tools.doctor_script import diagnose_script
 
     try:
-        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress)
+        nproc = args.nproc_per_node
+        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress, nproc)
     except PerfsuiteError as exc:
         tb = getattr(exc, "script_traceback", "")
         if tb:

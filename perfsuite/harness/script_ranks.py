@@ -19,6 +19,7 @@ rank and on N, at the same per-rank batch and threads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -61,14 +62,28 @@ def _plan(script: Script, spec: RunSpec, probes: bool) -> dict[str, Any]:
     }
 
 
-def launch_script(script: Script, spec: RunSpec, nproc: int, omp_threads: int, probes: bool = True) -> Result:
-    """One torchrun launch of ``script`` on ``nproc`` ranks: the merged Result (per-rank figures in ``ranks``)."""
+def launch_script(
+    script: Script,
+    spec: RunSpec,
+    nproc: int,
+    omp_threads: int,
+    probes: bool = True,
+    doctor: dict[str, Any] | None = None,
+) -> Result:
+    """One torchrun launch of ``script`` on ``nproc`` ranks: the merged Result (per-rank figures in ``ranks``).
+
+    ``doctor``: for perfsuite doctor, ``{"override": ...}`` (the training loader's arguments to set, or None);
+    rank 0's step ledger and training loader facts are put back into it as ``ledger`` and ``loader``.
+    """
     from perfsuite.core.cores import usable_cores
     from perfsuite.harness.rank_merge import merge
     from perfsuite.harness.supervise import Supervisor
 
     run_dir = Path(tempfile.mkdtemp(prefix="perfsuite-script-ranks-"))
-    (run_dir / "plan.json").write_text(json.dumps(_plan(script, spec, probes)), encoding="utf-8")
+    plan = _plan(script, spec, probes)
+    if doctor is not None:
+        plan["doctor"] = {"override": doctor.get("override")}
+    (run_dir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": str(omp_threads)}
     command = [
         sys.executable,
@@ -91,7 +106,9 @@ def launch_script(script: Script, spec: RunSpec, nproc: int, omp_threads: int, p
             path = run_dir / f"report{k}.pkl"
             if not path.is_file():
                 raise RankError(f"rank {k} of {script.command()} exited 0 but wrote no report", k, "")
-            reports.append(pickle.loads(path.read_bytes()))
+            reports.append(pickle.loads(path.read_bytes()))  # our own ranks' files, in our own temp dir
+        if doctor is not None:
+            doctor.update(json.loads((run_dir / "doctor0.json").read_text(encoding="utf-8")))
         return merge(reports, usable_cores().usable)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -140,10 +157,13 @@ def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> N
     import torch
 
     from perfsuite.core.tmpfiles import write_bytes_atomic
+    from perfsuite.harness.loader_args import LoaderCalls, Override
     from perfsuite.harness.rank_merge import RankReport
     from perfsuite.harness.runner import default_probes
     from perfsuite.harness.runner import run as run_job
+    from perfsuite.harness.script_child import TrainingLoaderProbe, loader_facts
     from perfsuite.probes.ranks import RankProbe
+    from perfsuite.probes.stepledger import StepLedgerProbe
 
     raw = plan["script"]
     flips = raw.get("flip_pairs")
@@ -151,8 +171,15 @@ def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> N
     spec = RunSpec(script, watchdog=WatchdogConfig(**plan["watchdog"]), **plan["spec"])
     probe = RankProbe()
     probe.progress = progress
+    probes: list[Any] = ([*default_probes()] if plan.get("probes", True) else []) + [probe]
+    doctor = plan.get("doctor")
+    calls = LoaderCalls(Override.from_dict(doctor["override"]) if doctor and doctor.get("override") else None)
+    ledger, loader = StepLedgerProbe(), TrainingLoaderProbe(calls)
+    if doctor is not None:
+        probes += [ledger, loader]
     try:
-        result = run_job(spec, ([*default_probes()] if plan.get("probes", True) else []) + [probe])
+        with calls.installed() if doctor is not None else contextlib.nullcontext():
+            result = run_job(spec, probes)
     except ScriptError as exc:  # the launcher shows the message: the script's own traceback goes with it
         if not exc.script_traceback:
             raise
@@ -171,4 +198,7 @@ def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> N
         workers=probe.workers,
         pid=os.getpid(),
     )
+    if doctor is not None and rank == 0:
+        facts = {"ledger": ledger.summary(), "loader": loader_facts(calls, loader)}
+        write_bytes_atomic(run_dir / "doctor0.json", json.dumps(facts, default=repr).encode())
     write_bytes_atomic(run_dir / f"report{rank}.pkl", pickle.dumps(report))

@@ -91,9 +91,43 @@ def _plan(script: Script, spec: RunSpec, cf: Counterfactual | None, site: Site |
 
 
 def run_child(
-    script: Script, spec: RunSpec, what: str, cf: Counterfactual | None = None, site: Site | None = None
+    script: Script,
+    spec: RunSpec,
+    what: str,
+    cf: Counterfactual | None = None,
+    site: Site | None = None,
+    nproc: int = 1,
 ) -> Run:
-    """One run of ``script`` in a fresh process (``what`` names it in a failure)."""
+    """One run of ``script`` in a fresh process, or a torchrun launch of ``nproc`` ranks (``what`` names it)."""
+    run = _run_ranks(script, spec, what, cf, site, nproc) if nproc > 1 else _run_process(script, spec, what, cf, site)
+    if cf is not None and cf.args and not run.loader.get("overridden"):
+        raise ScriptError(
+            f"perfsuite doctor: the {what} run of {script.command()} built no training loader at {site}, so the "
+            "counterfactual did not apply (does the script build its loader elsewhere on some runs?)"
+        )
+    return run
+
+
+def _run_ranks(
+    script: Script, spec: RunSpec, what: str, cf: Counterfactual | None, site: Site | None, nproc: int
+) -> Run:
+    from perfsuite.errors import PerfsuiteError
+    from perfsuite.harness.distributed import plan_launch
+    from perfsuite.harness.script_ranks import launch_script
+
+    threads = cf.threads if cf is not None and cf.threads is not None else plan_launch(nproc, "cpu").omp_threads
+    override = _plan(script, spec, cf, site).get("override")
+    facts: dict[str, Any] = {"override": override}
+    try:
+        result = launch_script(script, spec, nproc, threads, doctor=facts)
+    except PerfsuiteError as exc:
+        raise ScriptError(
+            f"perfsuite doctor: the {what} run of {script.command()} on {nproc} ranks failed: {exc}"
+        ) from None
+    return Run(result, facts["ledger"], facts["loader"])
+
+
+def _run_process(script: Script, spec: RunSpec, what: str, cf: Counterfactual | None, site: Site | None) -> Run:
     out = Path(tempfile.mkdtemp(prefix="perfsuite-doctor-"))
     try:
         (out / "plan.json").write_text(json.dumps(_plan(script, spec, cf, site)), encoding="utf-8")
@@ -112,11 +146,6 @@ def run_child(
         )
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    if cf is not None and cf.args and not run.loader.get("overridden"):
-        raise ScriptError(
-            f"perfsuite doctor: the {what} run of {script.command()} built no training loader at {site}, so the "
-            "counterfactual did not apply (does the script build its loader elsewhere on some runs?)"
-        )
     return run
 
 
@@ -182,15 +211,17 @@ def diagnose_script(
     rounds: int,
     counterfactuals: bool = True,
     progress: Callable[[str], None] = lambda s: None,
+    nproc: int = 1,
 ) -> Diagnosis:
-    """Run the script ``rounds`` times, each counterfactual interleaved, every run a fresh process."""
+    """Run the script ``rounds`` times, each counterfactual interleaved, every run a fresh process (or a torchrun
+    launch of ``nproc`` ranks, each rank given its share of the usable cores)."""
     from perfsuite.core.cores import usable_cores
 
     if spec.observe_steps < 1:
         spec = dataclasses.replace(spec, observe_steps=1)
     if spec.sol_steps < 3:
         spec = dataclasses.replace(spec, sol_steps=5)
-    usable = usable_cores().usable
+    usable = max(1, usable_cores().usable // max(1, nproc))
     base: list[Run] = []
     tried: list[Counterfactual] = []
     cf_runs: dict[int, list[Run]] = {}
@@ -202,20 +233,22 @@ def diagnose_script(
         for arm in arms:
             if arm < 0:
                 progress(f"round {r + 1}/{rounds}: as it is")
-                base.append(run_child(script, spec, f"round {r + 1} unchanged"))
+                base.append(run_child(script, spec, f"round {r + 1} unchanged", nproc=nproc))
                 if r == 0:
                     site = Site.from_dict(base[0].loader["site"]) if base[0].loader.get("site") else None
                     tried = choose(base[0], usable) if counterfactuals else []
                     cf_runs = {i: [] for i in range(len(tried))}
                     for i, cf in enumerate(tried):  # round 1: each right after the unchanged run, in order
                         progress(f"round 1/{rounds}: {cf.why}")
-                        cf_runs[i].append(run_child(script, spec, f"round 1 counterfactual {_name(cf)}", cf, site))
+                        cf_runs[i].append(
+                            run_child(script, spec, f"round 1 counterfactual {_name(cf)}", cf, site, nproc)
+                        )
                 continue
             if r == 0:
                 continue
             cf = tried[arm]
             progress(f"round {r + 1}/{rounds}: {cf.why}")
-            cf_runs[arm].append(run_child(script, spec, f"round {r + 1} counterfactual {_name(cf)}", cf, site))
+            cf_runs[arm].append(run_child(script, spec, f"round {r + 1} counterfactual {_name(cf)}", cf, site, nproc))
     return assess_script(target, base, tried, cf_runs, usable, counterfactuals)
 
 

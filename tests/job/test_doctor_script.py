@@ -41,7 +41,7 @@ def test_doctor_on_the_example_script_writes_a_diagnosis_and_a_measured_counterf
     out = tmp_path / "doctor.json"
     command = ["python", str(FACES / "train.py"), "--data", str(faces), "--epochs", "40", "--workers", "0"]
     assert main(["doctor", *SHORT, "--num-classes", "11", "--json", str(out), "--", *command]) == 0
-    (diagnosis,) = json.loads(out.read_text())
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["findings"] and diagnosis["ledger"]["step_ms"] > 0 and diagnosis["wait"]["steps"] == 2 * 4
     built = f"train.py:{line_of(FACES / 'train.py', 'loader = DataLoader(')}"
     (first, *_) = diagnosis["counterfactuals"]
@@ -69,6 +69,17 @@ def test_doctor_on_a_perf_test_whose_script_inits_a_process_group(tmp_path, caps
     out = tmp_path / "doctor.json"
     test_id = "tests/data/scripts/ddp/perf_ddp_script.py::test_ddp_script"
     assert main(["doctor", test_id, *SHORT, "--json", str(out)]) == 0
-    (diagnosis,) = json.loads(out.read_text())
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["findings"] and diagnosis["counterfactuals"]
     assert "DistributedDataParallel" in " ".join(diagnosis["notes"])
+
+
+def test_doctor_on_a_ddp_script_launches_every_run_on_its_ranks(tmp_path):
+    out = tmp_path / "doctor.json"
+    argv = ["doctor", "--nproc-per-node", "2", "--rounds", "1", "--steps", "4", "--warmup", "1"]
+    argv += ["--observe-steps", "1", "--period-steps", "0", "--json", str(out)]
+    assert main([*argv, "--", "python", str(DDP / "train_ddp.py"), "--epochs", "50"]) == 0
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
+    assert diagnosis["knobs"]["nproc_per_node"] == 2 and diagnosis["findings"]
+    built = f"train_ddp.py:{line_of(DDP / 'train_ddp.py', 'loader = DataLoader(')}"
+    assert diagnosis["counterfactuals"] and built in diagnosis["counterfactuals"][0]["change"]
