@@ -64,3 +64,14 @@ def test_a_rank_that_hangs_is_named_and_nothing_is_left_running():
     assert "rank 0" in str(err.value)
     assert children() == []
     assert time.monotonic() - started < 300  # an outer bound only: never a hang of the test session
+
+
+def test_scaling_rounds_interleave_one_rank_and_two_rank_launches_of_the_script(tmp_path):
+    out = tmp_path / "scaling.json"
+    argv = ["exec", "--nproc-per-node", "2", "--scaling-rounds", "2", *LENGTHS, "--out", str(out)]
+    assert main([*argv, "--", "python", str(DDP)]) == 0
+    efficiency = perfsuite.Result.from_json(out.read_text()).metric("scaling_efficiency")
+    assert efficiency.detail["rounds"] == 2 and len(efficiency.detail["n_rank_samples_per_s"]) == 2
+    # A figure only where it can be true: at most N x one rank; above, the reason says why it is not one.
+    assert (efficiency.value is not None and 0 < efficiency.value <= 1) or "above 1" in efficiency.reason
+    assert children() == []
