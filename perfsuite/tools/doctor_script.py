@@ -322,6 +322,7 @@ _CALL = re.compile(r"DataLoader\(([^()]*)\)")
 def in_script_terms(fix: str, site: Site | None, given: Mapping[str, Any]) -> str:
     """A fix written as ``DataLoader(num_workers=2)``, at the script's line:
     ``train.py:88 DataLoader(num_workers=0 -> 2)``."""
+    fix = fix.replace("perfsuite: aug='gpu'; ", "")  # a Job field: a script has no such option
     if site is None:
         return fix
 

@@ -72,6 +72,7 @@ def test_the_fix_is_written_at_the_scripts_line_with_what_it_changes():
     assert fix == "/abs/train.py:88 DataLoader(num_workers=8 -> 2, persistent_workers=False -> True)"
     assert in_script_terms("speed up the step", site, given) == "speed up the step"
     assert in_script_terms("DataLoader(num_workers=2)", None, given) == "DataLoader(num_workers=2)"
+    assert in_script_terms("move it to the device (perfsuite: aug='gpu'; Kornia)", site, given).endswith("(Kornia)")
 
 
 def run_of(workers: int, threads: int, persistent: bool = False, device: str = "cpu", site: bool = True):
