@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", type=Path, metavar="FILE", dest="json_out", help="also write the report as JSON")
     out.add_argument("--png", type=Path, metavar="FILE", help="also write a timeline of the steps")
     out.add_argument("--overwrite", action="store_true", help="replace --markdown/--json/--png files that exist")
+    from perfsuite.cli.doctor_script import add_script_arguments
+
+    add_script_arguments(p)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -116,8 +119,14 @@ def run(args: argparse.Namespace) -> int:
     update, stop = _progress()
     diagnoses = []
     counterfactuals = not args.no_counterfactuals
+    from perfsuite.cli.doctor_script import diagnose_command, diagnose_spec, is_script_command, is_script_spec
+
+    failed: list[BaseException] = []
     try:
-        if looks_like_test_id(args.workload):
+        if is_script_command(args):
+            lengths = (DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_OBSERVE)
+            diagnoses.append(diagnose_command(args, counterfactuals, update, lengths))
+        elif looks_like_test_id(args.workload):
 
             def handle(spec: Any, result_id: str) -> Any:
                 spec = dataclasses.replace(
@@ -128,12 +137,25 @@ def run(args: argparse.Namespace) -> int:
                     target_samples_per_s=args.target_samples_per_s,
                     watchdog=watchdog_from_args(args, spec.watchdog),
                 )
-                d = diagnose(spec, result_id, args.rounds, counterfactuals, lambda s: update(f"{result_id}: {s}"))
+                say = lambda s: update(f"{result_id}: {s}")  # noqa: E731
+                try:  # a script's runs each in a fresh process (perfsuite.tools.doctor_script)
+                    d = (
+                        diagnose_spec(spec, result_id, args, counterfactuals, say)
+                        if is_script_spec(spec)
+                        else diagnose(spec, result_id, args.rounds, counterfactuals, say)
+                    )
+                except BaseException as exc:
+                    failed.append(exc)
+                    raise
                 diagnoses.append(d)
                 return d.results[-1]
 
             import_modules(args.imports)
             capture_test(args.workload, handle)
+            if failed or not diagnoses:  # never an empty diagnosis with exit 0
+                from perfsuite.cli.doctor_script import no_diagnosis
+
+                raise no_diagnosis(args.workload, failed)
         else:
             spec = _spec(args)
             diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update))

@@ -32,7 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the training DataLoader when the script iterates several: the class of its dataset or loader "
         "(FaceParsingDataset), NAME#N for the N-th such, or N for the N-th DataLoader iterated (default: the first)",
     )
-    p.add_argument("--criterion", metavar="CLASS", help="the loss module's class, when the script holds several")
+    p.add_argument(
+        "--criterion",
+        metavar="NAME",
+        help="the loss module to check the labels at, by class (OhemCELoss) or path (LossP.criteria); default: the "
+        "innermost loss module the labels reach",
+    )
     p.add_argument("--num-classes", type=int, metavar="N", help="classes of the targets (for label checks)")
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
@@ -41,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
     p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    from perfsuite.cli.script_ranks import add_rank_arguments
+
+    add_rank_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS (or -- python -m module ARGS)")
 
 
@@ -90,9 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     # With --json, stdout is the Result's: the script's own prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    from perfsuite.cli.script_ranks import run_ranks, wants_ranks
+
     try:
         with quiet:
-            result = run_job(spec)
+            result = run_ranks(script, spec, args, "exec") if wants_ranks(args) else run_job(spec)
     except ScriptError as exc:
         if exc.script_traceback:
             print(exc.script_traceback, end="", file=sys.stderr)

@@ -40,10 +40,8 @@ import runpy
 import sys
 import time
 import traceback
-import types
-from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +55,12 @@ from perfsuite.harness.clock import on_device as _on_device
 from perfsuite.harness.clock import paired_ms
 from perfsuite.harness.clock import synchronize as _synchronize
 from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
 from perfsuite.harness.watchdog import Watchdog
 from perfsuite.jobs.script import LoaderChoice, Script
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-_SEARCH_DEPTH = 3  # attribute levels searched below the script's frames (self.model, trainer.optimizer, ...)
-_BIG = 2000  # containers larger than this are not searched (a list of file paths, a dataset's items)
 
 
 class _Stop(BaseException):
@@ -71,31 +68,6 @@ class _Stop(BaseException):
 
 
 _FETCH = object()  # a boundary that takes the next batch from the loader (not a speed-of-light copy)
-
-
-@dataclass
-class Found:
-    """What the script's frames hold: the objects the probes hook (see :func:`find_objects`)."""
-
-    model: Any = None
-    optimizer: Any = None
-    scaler: Any = None
-    criterion: Any = None
-    losses: list[Any] = field(default_factory=list)
-
-    def describe(self) -> str:
-        def name(obj: Any) -> str:
-            if obj is None:
-                return "none found"
-            inner = getattr(obj, "_orig_mod", None)  # torch.compile's OptimizedModule
-            return f"{type(inner).__name__} (compiled)" if inner is not None else type(obj).__name__
-
-        loss = name(self.criterion)
-        if self.criterion is None and len(self.losses) > 1:
-            loss = f"one of {', '.join(type(m).__name__ for m in self.losses)} (name it with --criterion)"
-        return (
-            f"model {name(self.model)}, optimizer {name(self.optimizer)}, loss {loss}, GradScaler {name(self.scaler)}"
-        )
 
 
 def _script_frames(frame: Any) -> list[Any]:
@@ -109,92 +81,6 @@ def _script_frames(frame: Any) -> list[Any]:
             out.append(frame)
         frame = frame.f_back
     return out
-
-
-def _children(obj: Any) -> list[Any]:
-    """What a search goes through below ``obj``: container items, an instance's attributes, a closure's cells."""
-    import functools
-
-    if isinstance(obj, dict):
-        return list(obj.values()) if len(obj) <= _BIG else []
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return list(obj) if len(obj) <= _BIG else []
-    if isinstance(obj, functools.partial):
-        return [obj.func, *obj.args, *obj.keywords.values()]
-    if isinstance(obj, types.FunctionType):
-        return [cell.cell_contents for cell in obj.__closure__ or () if _filled(cell)]
-    if isinstance(obj, types.MethodType):
-        return [obj.__self__]
-    attrs = getattr(obj, "__dict__", None)
-    return list(attrs.values()) if isinstance(attrs, dict) and len(attrs) <= _BIG else []
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 - an empty cell raises
-    except ValueError:
-        return False
-    return True
-
-
-def find_objects(frames: Sequence[Any], criterion_name: str | None = None) -> Found:
-    """The model, optimizer, GradScaler and loss module among the objects the script's frames hold.
-
-    A breadth-first search from each frame's locals (the script's globals
-    included) down to :data:`_SEARCH_DEPTH` attribute levels, stopping at
-    modules, optimizers and scalers. The model is the outermost module whose
-    parameters the optimizer updates (else the largest); the loss module is a
-    module outside it that updates nothing and is a loss (``torch.nn``'s loss
-    classes, or a class named ``...Loss``), or the one named ``criterion_name``.
-    """
-    import torch
-    from torch import nn
-
-    modules: list[Any] = []
-    optimizers: list[Any] = []
-    scalers: list[Any] = []
-    seen: set[int] = set()
-    queue: deque[tuple[Any, int]] = deque((v, 0) for f in frames for v in list(f.f_locals.values()))
-    skip: tuple[type, ...] = (torch.Tensor, str, bytes, int, float, type, types.ModuleType)
-    skip += (torch.utils.data.DataLoader, torch.utils.data.Dataset)
-    while queue:
-        obj, depth = queue.popleft()
-        if id(obj) in seen or obj is None or isinstance(obj, skip):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, nn.Module):
-            modules.append(obj)
-        elif isinstance(obj, torch.optim.Optimizer):
-            optimizers.append(obj)
-        elif isinstance(obj, torch.amp.GradScaler):
-            scalers.append(obj)
-        elif depth < _SEARCH_DEPTH:
-            queue.extend((child, depth + 1) for child in _children(obj))
-    inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
-    roots = [m for m in modules if id(m) not in inner]
-    trained = {id(p) for opt in optimizers for group in opt.param_groups for p in group["params"]}
-
-    def overlap(m: Any) -> tuple[int, int]:
-        params = list(m.parameters())
-        return sum(id(p) in trained for p in params), len(params)
-
-    with_params = [m for m in roots if any(True for _ in m.parameters())]
-    model = max(with_params, key=overlap) if with_params else None
-    optimizer = None
-    if model is not None and optimizers:
-        mine = {id(p) for p in model.parameters()}
-        optimizer = max(optimizers, key=lambda o: sum(id(p) in mine for g in o.param_groups for p in g["params"]))
-    elif optimizers:
-        optimizer = optimizers[0]
-
-    def is_loss(m: Any) -> bool:
-        if criterion_name is not None:
-            return type(m).__name__ == criterion_name
-        names = [c.__name__ for c in type(m).__mro__]
-        return "_Loss" in names or "loss" in type(m).__name__.lower()
-
-    losses = [m for m in roots if m is not model and overlap(m)[0] == 0 and is_loss(m)]
-    return Found(model, optimizer, scalers[0] if scalers else None, losses[0] if len(losses) == 1 else None, losses)
 
 
 @contextlib.contextmanager
@@ -250,6 +136,7 @@ class _Driver:
         self.epochs = 0
         self.error: BaseException | None = None  # perfsuite's own failure while the script ran
         self.found = Found()
+        self._pick: LossPick | None = None  # several candidate loss modules: chosen over the warm-up
         self.job: Any = None
         self.ctx: RunContext | None = None
         self.dog = Watchdog(spec.watchdog)
@@ -261,6 +148,7 @@ class _Driver:
         # the window
         self.clock: _StepClock | None = None
         self.fetch_s: list[float] = []
+        self.step_start_s: list[float] = []  # each window step's start (its batch request), for the rank probe
         self.host_s: list[float] = []
         self.epoch_fetch_ms: list[float] = []
         self.delivered = 0
@@ -388,6 +276,7 @@ class _Driver:
             self.dog.record_step(t_req - previous)
         if self.phase == WINDOW:
             self.fetch_s.append(fetched)
+            self.step_start_s.append(t_req)
             if new_epoch:
                 self.epoch_fetch_ms.append(fetched * 1e3)
             self.delivered += batch_samples(batch)
@@ -414,9 +303,11 @@ class _Driver:
         frames = _script_frames(sys._getframe(1))
         self.found = find_objects(frames, self.script.criterion)
         criterion = self.found.criterion
+        if criterion is None and len(self.found.losses) > 1:
+            self._pick = LossPick(self.found, named=self.script.criterion is not None)
         ignore = self.script.ignore_index
-        if ignore is None and isinstance(getattr(criterion, "ignore_index", None), int):
-            ignore = criterion.ignore_index
+        if ignore is None and criterion is not None:
+            ignore = ignore_index_of(criterion)
         job = Job(
             step=_not_called,
             loader=self.training,
@@ -460,6 +351,8 @@ class _Driver:
 
     def _begin_window(self) -> None:
         self._dog_phase.close()
+        if self._pick is not None:
+            self._use_criterion(self._pick.choose())
         self.phase = WINDOW
         for probe in self.probes:
             probe.start()
@@ -469,6 +362,16 @@ class _Driver:
                 "or a probe's); perfsuite measures the window with none"
             )
         self._dog_phase.enter_context(self.dog.phase("window", steps=self.spec.steps))
+
+    def _use_criterion(self, criterion: Any) -> None:
+        """The loss module the warm-up showed receiving the labels becomes the job's criterion."""
+        self._pick = None
+        self.job.job.criterion = criterion
+        if criterion is not None and self.script.ignore_index is None:
+            self.job.job.ignore_index = ignore_index_of(criterion)
+            if self.ctx is not None:
+                info: Any = self.ctx.workload  # the job's JobInfo, which the label probe reads
+                info.ignore_index = self.job.job.ignore_index
 
     def _end_window(self, t_req: float) -> None:
         """The last window step ended: close the window, then the speed of light (or straight to observing)."""
@@ -530,6 +433,8 @@ class _Driver:
     def close(self) -> None:
         """However the script ended: leave no mode, hook or deadline behind."""
         self._kind = None
+        if self._pick is not None:
+            self._pick.close()
         try:
             self._observing.close()
         finally:
@@ -550,6 +455,7 @@ class _Driver:
             samples=self.delivered,
             host_step_s=self.host_s,
             epoch_fetch_ms=self.epoch_fetch_ms,
+            step_start_s=self.step_start_s,
         )
 
 

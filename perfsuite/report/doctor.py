@@ -100,6 +100,8 @@ def format_terminal(diag: Mapping[str, Any]) -> str:
         "",
         *_finding_lines(diag.get("findings", [])),
     ]
+    if diag.get("counterfactuals_reason"):
+        lines.append(f"counterfactuals: none run ({diag['counterfactuals_reason']})")
     lines += [f"note: {n}" for n in diag.get("notes", [])]
     lines += [diag["contention"]] if diag.get("contention") else []  # perfsuite.judge.contention.session_line
     return "\n".join(lines)

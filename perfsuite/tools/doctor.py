@@ -205,6 +205,8 @@ class Diagnosis:
     findings: list[dict[str, Any]] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    counterfactuals: list[dict[str, Any]] = field(default_factory=list)  # a script's (perfsuite.tools.doctor_script)
+    counterfactuals_reason: str = ""
 
     @property
     def bottleneck(self) -> str:
@@ -230,6 +232,8 @@ class Diagnosis:
             "timeline": _timeline(last, self.observed) if last else {},
             "notes": self.notes,
             "contention": contention_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),  # or None
+            "counterfactuals": self.counterfactuals,
+            "counterfactuals_reason": self.counterfactuals_reason,
         }
 
 
