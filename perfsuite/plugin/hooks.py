@@ -626,11 +626,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     quiet = (Outcome.PASS, Outcome.UNCHANGED)
     shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
     tr.write_sep("=", "perfsuite")
-    if shown:
-        tr.write_line(report.format_terminal(report.ordered(shown), width=width))
-        tr.write_line("")
+    if shown or perf.results:  # rich tables: coloured verdicts, wrapped reasons, human units (report.terminal)
+        from perfsuite.report.terminal import session_summary
+
+        tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup)))
     if perf.results:
-        tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         for line in summary.format_notes(perf.results):
             tr.write_line(line)
         note = summary.oversubscription_note(perf.results)
