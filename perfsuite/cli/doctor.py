@@ -141,7 +141,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stop()
     dicts = [d.to_dict() for d in diagnoses]
-    print("\n\n".join(report.format_terminal(d) for d in dicts))
+    from perfsuite.report import terminal
+
+    text = "\n\n".join(report.format_terminal(d) for d in dicts)
+    if terminal.is_terminal(sys.stdout):  # headings in bold, outcomes coloured
+        terminal.console_for(sys.stdout).print(terminal.styled_lines(text.splitlines()))
+    else:
+        print(text)
     if args.markdown:
         write_text_atomic(args.markdown, report.format_markdown(dicts))
         print(f"wrote {args.markdown}")

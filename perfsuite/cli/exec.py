@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     if args.out is not None:
         _write(args.out, result, args.overwrite)
+        print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
     print(result.to_json() if args.json else _table(result))
     return 0
 

@@ -170,7 +170,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.json:
         print(json.dumps(report.to_dict(), indent=2), file=out)
     else:
-        print(format_report(report), file=out)
+        from perfsuite.report import terminal
+
+        if terminal.is_terminal(out):  # headings in bold, outcomes coloured
+            terminal.console_for(out).print(terminal.styled_lines(format_report(report).splitlines()))
+        else:
+            print(format_report(report), file=out)
         if written.tune_file:
             print(f"wrote {written.tune_file}", file=out)
         if written.thresholds:

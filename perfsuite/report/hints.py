@@ -44,11 +44,11 @@ OUTCOME_LEGEND = {
     "improved": "better than the baseline beyond the factor, and significant",
     "unchanged": "within the factor of the baseline (exact metrics: equal)",
     "changed": "an exact value or label moved where neither direction is better",
-    "inconclusive": "it moved, but these samples cannot tell noise from a change (the row says what would decide)",
+    "inconclusive": "it moved, but these samples cannot tell noise from a change (its line says what would decide)",
     "unavailable": "not measured on this machine or in this run (the row says why)",
     "new": "no baseline to compare with yet (--perfsuite-save records one)",
     "same": "perfsuite ab: the interval lies within the margin",
-    "unknown": "perfsuite ab: not decided within the rounds or the budget (the row says what would decide)",
+    "unknown": "perfsuite ab: not decided within the rounds or the budget (its line says what would decide)",
 }
 
 

@@ -114,7 +114,7 @@ def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> Tabl
     table.add_column("ratio", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for v, (metric, base, head, ratio, outcome) in zip(ordered(verdicts), rows):
-        table.add_row(cut(v.test_id, id_width), metric, base, head, ratio, outcome_text(outcome))
+        table.add_row(*map(Text, (cut(v.test_id, id_width), metric, base, head, ratio)), outcome_text(outcome))
     return table
 
 
@@ -296,26 +296,31 @@ def ab_report(data: Mapping[str, Any]) -> RenderableType:
         f"p < {rule['alpha']:g}; same: the {rule['confidence']:.0%} interval within ±{rule['margin'] - 1:.0%}.",
         style="dim",
     )
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("test", overflow="fold", ratio=2)
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("test", overflow="fold")
     table.add_column("verdict", no_wrap=True)
-    table.add_column(f"ratio ({rule['statistic']} step per sample)", justify="right")
-    table.add_column("pairs", justify="right")
-    table.add_column("what decided it / what would", overflow="fold", ratio=3)
+    table.add_column(f"ratio ({rule['statistic']} step per sample, CI)", justify="right", no_wrap=True)
+    table.add_column("pairs", justify="right", no_wrap=True)
+    whys: list[RenderableType] = []
     for t in tests:
         d = t["step_ms_per_sample"]
         ratio = "-" if d.get("ratio") is None else f"x{d['ratio']:.3f} (x{d['low']:.3f}..x{d['high']:.3f})"
         why = d.get("reason", "")
         if d.get("outcome") == "unknown" and d.get("needs"):
-            why = f"{why}; {d['needs']}"
+            why = f"{why}; to decide: {d['needs']}"
         if "budget" in str(data.get("stopped", "")) and d.get("outcome") == "unknown":
             why += "; a larger --budget runs more rounds"
         exact = t.get("exact", [])
         if exact:
             held = sum(v["outcome"] == "unchanged" for v in exact)
             why = f"exact: {held}/{len(exact)} unchanged; timing: {why}"
-        table.add_row(t["test_id"], outcome_text(t["verdict"]), ratio, str(d.get("pairs", "-")), why)
-    parts: list[RenderableType] = [head, about, table]
+        table.add_row(Text(t["test_id"]), outcome_text(t["verdict"]), Text(ratio), Text(str(d.get("pairs", "-"))))
+        line = Text()
+        line.append(t["verdict"], style=STYLES.get(t["verdict"], ""))
+        line.append(f" {t['test_id']}: ", style="bold")
+        line.append(why)
+        whys.append(line)
+    parts: list[RenderableType] = [head, about, table, *whys]
     findings = []
     for t in tests:
         for v in t.get("exact", []):
@@ -330,14 +335,22 @@ def ab_report(data: Mapping[str, Any]) -> RenderableType:
     if findings:
         parts.append(Text("exact and tail findings", style="bold"))
         parts += [Text(f"- {f}") for f in findings]
-    shown = Table(show_edge=False, pad_edge=False, header_style="bold", title="medians over runs", title_justify="left")
+    shown = Table(
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        title="medians over runs",
+        title_justify="left",
+    )
     shown.add_column("test", overflow="fold")
     shown.add_column("metric")
     shown.add_column("base", justify="right")
     shown.add_column("head", justify="right")
     for t in tests:
         for metric, side in t.get("shown", {}).items():
-            shown.add_row(t["test_id"], metric, metric_value(metric, side["base"]), metric_value(metric, side["head"]))
+            values = (metric_value(metric, side["base"]), metric_value(metric, side["head"]))
+            shown.add_row(*map(Text, (t["test_id"], metric, *values)))
     if shown.row_count:
         parts.append(shown)
     parts += [Text(p, style="red") for p in data.get("problems", [])]
