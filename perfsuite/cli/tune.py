@@ -66,7 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--alpha", type=float, default=0.01, help="one-sided significance of a gain (default 0.01)")
     t.add_argument("--min-rounds", type=int, default=3, help="rounds of 4 runs before a step may be decided")
     t.add_argument("--max-rounds", type=int, default=5, help="rounds of 4 runs per step at most (default 5)")
-    t.add_argument("--budget", type=float, default=1800.0, metavar="SECONDS", help="stop the search after this long")
+    t.add_argument(
+        "--budget",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="time budget: no round starts that would end past it (default 1800)",
+    )
     t.add_argument(
         "--require",
         action="append",
