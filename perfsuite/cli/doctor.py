@@ -51,16 +51,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _progress() -> tuple[Any, Any]:
-    """(update(text), stop()): a rich status line on a terminal; nothing under CI or when piped."""
-    from perfsuite.jobs.workloads.data import show_progress
+    """(update(text), stop()): one live line on a terminal, with the time left from the first round; nothing
+    under CI or when piped (perfsuite.cli.progress)."""
+    from perfsuite.cli.progress import live_line
 
-    if not show_progress():
+    line = live_line("perfsuite doctor")
+    if line is None:
         return (lambda text: None), (lambda: None)
-    from rich.console import Console
-
-    status = Console(stderr=True).status("perfsuite doctor: starting")
-    status.start()
-    return (lambda text: status.update(f"perfsuite doctor: {text}")), status.stop
+    return line.update, line.stop
 
 
 def _spec(args: argparse.Namespace) -> Any:

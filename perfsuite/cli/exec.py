@@ -90,9 +90,13 @@ def run(args: argparse.Namespace) -> int:
 
     # With --json, stdout is the Result's: the script's own prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    try:
-        with quiet:
-            result = run_job(spec)
+    import dataclasses
+
+    from perfsuite.cli.progress import phase_progress
+
+    try:  # each phase's progress on a terminal, as perfsuite run's (nothing drawn inside the measured window)
+        with quiet, phase_progress("perfsuite exec") as show:
+            result = run_job(dataclasses.replace(spec, progress=show))
     except ScriptError as exc:
         if exc.script_traceback:
             print(exc.script_traceback, end="", file=sys.stderr)

@@ -104,17 +104,26 @@ def run(args: argparse.Namespace) -> int:
             period_steps=period_steps(args.period_steps, args.observe_steps),
         )
     if args.nproc_per_node > 1 or args.scaling_rounds:
+        from perfsuite.cli.progress import waiting
         from perfsuite.harness.distributed import scaling
 
-        result = scaling(
-            spec,
-            args.nproc_per_node,
-            args.scaling_rounds,
-            share_gpus=args.share_gpu,
-            omp_threads=args.omp_threads,
-            imports=args.imports,
-            log=lambda line: print(f"perfsuite run: {line}", file=sys.stderr, flush=True),
-        )
+        # A ticking line while the ranks run (once a second, in this process, which only waits on them).
+        with waiting(f"perfsuite run {args.workload} on {args.nproc_per_node} ranks") as note:
+            note("launching and running (torchrun)")
+
+            def log(line: str) -> None:
+                note(line)
+                print(f"perfsuite run: {line}", file=sys.stderr, flush=True)
+
+            result = scaling(
+                spec,
+                args.nproc_per_node,
+                args.scaling_rounds,
+                share_gpus=args.share_gpu,
+                omp_threads=args.omp_threads,
+                imports=args.imports,
+                log=log,
+            )
     else:
         import dataclasses
 
