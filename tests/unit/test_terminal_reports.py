@@ -167,3 +167,19 @@ def test_the_verdict_table_keeps_metric_and_verdict_whole_at_any_width(width: in
     text = drawn(terminal.verdict_table([INCONCLUSIVE], width), width)
     row = next(line for line in text.splitlines() if "step_ms" in line)
     assert "inconclusive" in row and row.rstrip().endswith("inconclusive")
+
+
+def test_a_live_line_is_quiet_off_a_terminal_and_estimates_the_time_left_from_the_first_round() -> None:
+    from perfsuite.cli import progress
+
+    assert progress.live_line("x", io.StringIO()) is None  # piped: nothing drawn
+    line = progress.LiveLine("perfsuite doctor", io.StringIO())
+    now = [100.0]
+    line._time = lambda: now[0]  # type: ignore[method-assign]
+    line.update("round 1/3: as it is")
+    assert line.time_left(now[0]) is None  # nothing to go on before the first round ends
+    now[0] = 130.0
+    line.update("round 2/3: as it is")
+    assert line.time_left(now[0]) == 60.0  # two rounds left (this one included) of 30 s
+    assert line.time_left(now[0] + 10.0) == 50.0
+    line.stop()
