@@ -676,9 +676,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
     for note in state.notes:
         tr.write_line(f"perfsuite: note: {note}")
-    for v in perf.verdicts:
-        if v.outcome is Outcome.UNAVAILABLE:
-            tr.write_line(f"unavailable: {v.test_id}: {v.message}")
+    from perfsuite.report.terminal import unavailable_lines
+
+    for line in unavailable_lines(perf.verdicts):  # a CPU run's GPU-only metrics: one line
+        tr.write_line(line)
     for problem in perf.problems:
         tr.write_line(problem, red=True)
     if perf.saved:

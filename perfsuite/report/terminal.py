@@ -213,6 +213,23 @@ def gpu_only(result: Result) -> list[str]:
     ]
 
 
+def unavailable_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """``unavailable: test: why`` per unavailable verdict, those that need a GPU on a CPU run collapsed to one line."""
+    gpu = [v for v in verdicts if v.outcome is Outcome.UNAVAILABLE and GPU_ONLY in v.message]
+    lines = [
+        f"unavailable: {v.test_id}: {v.message}"
+        for v in verdicts
+        if v.outcome is Outcome.UNAVAILABLE and GPU_ONLY not in v.message
+    ]
+    if gpu:
+        metrics = sorted({v.metric for v in gpu})
+        lines.append(
+            f"GPU telemetry: unavailable on a CPU run ({len(metrics)} metrics: {', '.join(metrics)}; "
+            f"{len(gpu)} verdicts)"
+        )
+    return lines
+
+
 def gpu_line(names: Sequence[str]) -> str:
     return f"GPU telemetry: unavailable on a CPU run ({len(names)} metrics: {', '.join(names)})"
 

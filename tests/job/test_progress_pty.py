@@ -98,3 +98,22 @@ def test_doctor_on_a_test_id_shows_each_round_and_keeps_pytests_output_to_itself
     assert " passed" not in text and "PytestAssertRewriteWarning" not in text  # pytest's own lines stay captured
     assert "bottleneck:" in text
     print(f"first progress after {seen:.1f} s")
+
+
+@pytest.mark.slow
+def test_compare_at_a_terminal_prints_a_table_and_no_markdown(tmp_path: Path) -> None:
+    data = ROOT / "tests" / "data" / "results"
+    text, seen, code = under_pty(
+        perfsuite("compare", str(data / "base.json"), str(data / "head_slow.json")), tmp_path, "verdict"
+    )
+    assert code == 1 and seen is not None, text
+    assert "<br>" not in text and "<details>" not in text and "|---" not in text
+    assert "regressed" in text and "12.9 ms" in text
+    piped = subprocess.run(
+        perfsuite("compare", str(data / "base.json"), str(data / "head_slow.json")),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert "| test | metric |" in piped.stdout  # not a terminal: the PR-comment markdown

@@ -183,3 +183,20 @@ def test_a_live_line_is_quiet_off_a_terminal_and_estimates_the_time_left_from_th
     assert line.time_left(now[0]) == 60.0  # two rounds left (this one included) of 30 s
     assert line.time_left(now[0] + 10.0) == 50.0
     line.stop()
+
+
+def test_gpu_only_unavailable_verdicts_collapse_to_one_line() -> None:
+    why = "device=cpu: GPU telemetry needs a CUDA device"
+    gpu = [
+        Verdict(f"t{i}", m, None, None, None, Outcome.UNAVAILABLE, f"{m} unavailable: {why}")
+        for i in range(3)
+        for m in GPU_METRICS[:2]
+    ]
+    other = Verdict(
+        "t0", "graph_breaks", None, None, None, Outcome.UNAVAILABLE, "graph_breaks unavailable: compile=None"
+    )
+    lines = terminal.unavailable_lines([*gpu, other])
+    assert lines == [
+        "unavailable: t0: graph_breaks unavailable: compile=None",
+        "GPU telemetry: unavailable on a CPU run (2 metrics: gpu_power_w, gpu_util; 6 verdicts)",
+    ]
