@@ -145,6 +145,8 @@ def live_line(label: str, stream: Any = None, ticking: bool = False, force: bool
 def waiting(label: str, stream: Any = None, force: bool | None = None) -> Iterator[Callable[[str], None]]:
     """A ticking live line for a wait on other processes (a multi-rank launch); ``note(text)`` changes its text."""
     line = live_line(label, stream, ticking=True, force=force)
+    if line is not None:
+        line.update("starting")
     try:
         yield (line.update if line else lambda text: None)
     finally:

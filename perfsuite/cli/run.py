@@ -63,6 +63,19 @@ def _count(minimum: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from perfsuite.cli.progress import waiting
+
+    # On several ranks, a live line from the start (torch's import included) to the end of the launch; it is
+    # redrawn once a second while this process only waits on the ranks. One rank draws its phases instead.
+    ranks = args.nproc_per_node > 1 or args.scaling_rounds
+    line = waiting(f"perfsuite run {args.workload} on {args.nproc_per_node} ranks") if ranks else None
+    with line if line is not None else contextlib.nullcontext(None) as note:
+        return _run(args, note)
+
+
+def _run(args: argparse.Namespace, note: Any) -> int:
     from pathlib import Path
 
     from perfsuite.core.options import period_steps, run_lengths
@@ -104,26 +117,23 @@ def run(args: argparse.Namespace) -> int:
             period_steps=period_steps(args.period_steps, args.observe_steps),
         )
     if args.nproc_per_node > 1 or args.scaling_rounds:
-        from perfsuite.cli.progress import waiting
         from perfsuite.harness.distributed import scaling
 
-        # A ticking line while the ranks run (once a second, in this process, which only waits on them).
-        with waiting(f"perfsuite run {args.workload} on {args.nproc_per_node} ranks") as note:
-            note("launching and running (torchrun)")
+        note("launching and running (torchrun)")
 
-            def log(line: str) -> None:
-                note(line)
-                print(f"perfsuite run: {line}", file=sys.stderr, flush=True)
+        def log(line: str) -> None:
+            note(line)
+            print(f"perfsuite run: {line}", file=sys.stderr, flush=True)
 
-            result = scaling(
-                spec,
-                args.nproc_per_node,
-                args.scaling_rounds,
-                share_gpus=args.share_gpu,
-                omp_threads=args.omp_threads,
-                imports=args.imports,
-                log=log,
-            )
+        result = scaling(
+            spec,
+            args.nproc_per_node,
+            args.scaling_rounds,
+            share_gpus=args.share_gpu,
+            omp_threads=args.omp_threads,
+            imports=args.imports,
+            log=log,
+        )
     else:
         import dataclasses
 
