@@ -646,6 +646,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))
     tr.write_line(f"perfsuite: {line} ({len(perf.results)} results){tail}")
+    if hidden:  # the labels of the rows not listed (the listed ones have their legend under the table)
+        from perfsuite.report.hints import legend
+
+        listed = {v.outcome.value for v in shown}
+        for text in legend({v.outcome.value for v in perf.verdicts} - listed):
+            tr.write_line(f"perfsuite: {text}")
     s = state.settings
     if perf.interrupted:
         tr.write_line(

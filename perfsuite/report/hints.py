@@ -45,7 +45,7 @@ OUTCOME_LEGEND = {
     "unchanged": "within the factor of the baseline (exact metrics: equal)",
     "changed": "an exact value or label moved where neither direction is better",
     "inconclusive": "it moved, but these samples cannot tell noise from a change (its line says what would decide)",
-    "unavailable": "not measured on this machine or in this run (the row says why)",
+    "unavailable": "not measured on this machine or in this run (its line says why)",
     "new": "no baseline to compare with yet (--perfsuite-save records one)",
     "same": "perfsuite ab: the interval lies within the margin",
     "unknown": "perfsuite ab: not decided within the rounds or the budget (its line says what would decide)",

@@ -215,17 +215,16 @@ def gpu_only(result: Result) -> list[str]:
 
 def unavailable_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """``unavailable: test: why`` per unavailable verdict, those that need a GPU on a CPU run collapsed to one line."""
-    gpu = [v for v in verdicts if v.outcome is Outcome.UNAVAILABLE and GPU_ONLY in v.message]
-    lines = [
-        f"unavailable: {v.test_id}: {v.message}"
-        for v in verdicts
-        if v.outcome is Outcome.UNAVAILABLE and GPU_ONLY not in v.message
-    ]
+    unavailable = [v for v in verdicts if v.outcome is Outcome.UNAVAILABLE]
+    gpu = [v for v in unavailable if GPU_ONLY in v.message]
+    gpu = gpu if len(gpu) > 1 else []  # a single one is listed as it is
+    collapsed = {id(v) for v in gpu}
+    lines = [f"unavailable: {v.test_id}: {v.message}" for v in unavailable if id(v) not in collapsed]
     if gpu:
         metrics = sorted({v.metric for v in gpu})
         lines.append(
-            f"GPU telemetry: unavailable on a CPU run ({len(metrics)} metrics: {', '.join(metrics)}; "
-            f"{len(gpu)} verdicts)"
+            f"GPU telemetry: unavailable on a CPU run ({len(metrics)} metric{'s' if len(metrics) > 1 else ''}: "
+            f"{', '.join(metrics)}; {len(gpu)} verdicts, each with its reason above)"
         )
     return lines
 

@@ -198,5 +198,6 @@ def test_gpu_only_unavailable_verdicts_collapse_to_one_line() -> None:
     lines = terminal.unavailable_lines([*gpu, other])
     assert lines == [
         "unavailable: t0: graph_breaks unavailable: compile=None",
-        "GPU telemetry: unavailable on a CPU run (2 metrics: gpu_power_w, gpu_util; 6 verdicts)",
+        "GPU telemetry: unavailable on a CPU run (2 metrics: gpu_power_w, gpu_util; 6 verdicts, each with its "
+        "reason above)",
     ]
