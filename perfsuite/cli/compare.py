@@ -57,9 +57,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if args.png:
             written.append(f"wrote {report.write_png(verdicts, args.png, heads)} (chart of the ratios)")
         if args.markdown:
+            import os
+
             from perfsuite.core.tmpfiles import write_text_atomic
 
-            write_text_atomic(args.markdown, report.format_markdown(verdicts))
+            try:  # a hard link publishes the file: an existing one is never overwritten
+                write_text_atomic(args.markdown, report.format_markdown(verdicts), os.link)
+            except FileExistsError:
+                raise PerfsuiteError(f"--markdown {args.markdown} exists; remove it or give another file") from None
             written.append(f"wrote {args.markdown} (markdown for a PR comment)")
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite compare: error: {exc}", file=err)

@@ -201,3 +201,21 @@ def test_gpu_only_unavailable_verdicts_collapse_to_one_line() -> None:
         "GPU telemetry: unavailable on a CPU run (2 metrics: gpu_power_w, gpu_util; 6 verdicts, each with its "
         "reason above)",
     ]
+
+
+def test_compare_writes_the_markdown_file_it_is_asked_for_announces_it_and_never_overwrites(tmp_path: Path) -> None:
+    from perfsuite.cli.main import main
+
+    out = tmp_path / "pr.md"
+    argv = ["compare", str(DATA / "results" / "base.json"), str(DATA / "results" / "head_slow.json")]
+    err = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()) as stdout:
+        assert main([*argv, "--markdown", str(out)]) == 1  # head_slow regressed
+    assert out.read_text(encoding="utf-8") == format_markdown(compared())
+    assert f"wrote {out} (markdown for a PR comment)" in err.getvalue()
+    assert "| test | metric |" in stdout.getvalue()  # stdout is no terminal here: markdown too
+    with contextlib.redirect_stderr(err):
+        assert main([*argv, "--markdown", str(out)]) == 2
+    assert "exists; remove it or give another file" in err.getvalue()
