@@ -103,13 +103,16 @@ def _spec(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from perfsuite.core.tmpfiles import write_text_atomic
-    from perfsuite.plugin.capture import capture_test, looks_like_test_id
-    from perfsuite.report import doctor as report
-    from perfsuite.tools.doctor import diagnose
-
     _check_outputs(args)
-    update, stop = _progress()
+    update, stop = _progress()  # before torch's import: the live line shows within a second or two
+    try:
+        from perfsuite.core.tmpfiles import write_text_atomic
+        from perfsuite.plugin.capture import capture_test, looks_like_test_id
+        from perfsuite.report import doctor as report
+        from perfsuite.tools.doctor import diagnose
+    except BaseException:
+        stop()
+        raise
     diagnoses = []
     counterfactuals = not args.no_counterfactuals
     try:

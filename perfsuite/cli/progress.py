@@ -89,7 +89,7 @@ class LiveLine:
             self._file = None
         console = Console(file=self._file or stream, force_terminal=True, highlight=False)
         self._live = Live(self, console=console, auto_refresh=ticking, refresh_per_second=1, transient=True)
-        self._live.start()
+        self._live.start(refresh=True)  # drawn at once: "starting", with the elapsed time
 
     def __rich__(self) -> Any:
         from rich.text import Text
