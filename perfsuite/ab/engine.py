@@ -330,15 +330,19 @@ def run_ab(
         runs_dir = trees.tmp / "runs"
         loop = AdaptiveAB(rule, seed)
         session.loop = loop
+        round_s: list[float] = []  # each round's measured time: the longest so far is the next one's expectation
         for r in range(max_rounds):
             if r >= min_rounds and loop.done():
                 session.stopped = "every test decided"
                 break
-            if r:
-                per_round = (time.perf_counter() - start) / r
-                if time.perf_counter() - start + per_round > budget_s:
-                    session.stopped = f"time budget {budget_s:.0f} s (a round takes about {per_round:.0f} s)"
-                    break
+            if round_s and budget_overrun(time.perf_counter() - start, round_s, budget_s):
+                session.stopped = (
+                    f"time budget {budget_s:.0f} s: another round would end at about "
+                    f"{time.perf_counter() - start + max(round_s):.0f} s (the longest round so far took "
+                    f"{max(round_s):.0f} s)"
+                )
+                break
+            round_start = time.perf_counter()
             order = loop.next_order()
             deselect = decided_nodes(loop) if r >= min_rounds else []
             round_args = [*pytest_args, *(arg for node in deselect for arg in ("--deselect", node))]
@@ -376,6 +380,7 @@ def run_ab(
                     slot = values.setdefault(test_id, [None] * len(order))
                     slot[i] = counted_values(result, statistic, where, session.contended)
             loop.add_round(order, values)
+            round_s.append(time.perf_counter() - round_start)
         else:
             session.stopped = f"--max-rounds {max_rounds}"
     if progress:
@@ -384,6 +389,16 @@ def run_ab(
     session.elapsed_s = time.perf_counter() - start
     session.tests = [_judge_test(test_id, loop, first) for test_id in sorted(loop.tracks)]
     return session
+
+
+def budget_overrun(elapsed_s: float, round_s: Sequence[float], budget_s: float) -> bool:
+    """Whether another round, expected to take as long as the longest measured so far, would end past the budget.
+
+    The longest, not the mean: rounds vary (a neighbour's load, a test's slow start), and a mean-sized
+    estimate let a session end past its budget. After ``--min-rounds`` rounds run fewer tests, so the
+    longest round is an upper bound of the next.
+    """
+    return bool(round_s) and elapsed_s + max(round_s) > budget_s
 
 
 def decided_nodes(loop: AdaptiveAB) -> list[str]:

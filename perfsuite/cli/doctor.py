@@ -55,16 +55,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _progress() -> tuple[Any, Any]:
-    """(update(text), stop()): a rich status line on a terminal; nothing under CI or when piped."""
-    from perfsuite.jobs.workloads.data import show_progress
+    """(update(text), stop()): one live line on a terminal, with the time left from the first round; nothing
+    under CI or when piped (perfsuite.cli.progress)."""
+    from perfsuite.cli.progress import live_line
 
-    if not show_progress():
+    line = live_line("perfsuite doctor")
+    if line is None:
         return (lambda text: None), (lambda: None)
-    from rich.console import Console
-
-    status = Console(stderr=True).status("perfsuite doctor: starting")
-    status.start()
-    return (lambda text: status.update(f"perfsuite doctor: {text}")), status.stop
+    return line.update, line.stop
 
 
 def _spec(args: argparse.Namespace) -> Any:
@@ -110,13 +108,16 @@ def _spec(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from perfsuite.core.tmpfiles import write_text_atomic
-    from perfsuite.plugin.capture import capture_test, looks_like_test_id
-    from perfsuite.report import doctor as report
-    from perfsuite.tools.doctor import diagnose
-
     _check_outputs(args)
-    update, stop = _progress()
+    update, stop = _progress()  # before torch's import: the live line shows within a second or two
+    try:
+        from perfsuite.core.tmpfiles import write_text_atomic
+        from perfsuite.plugin.capture import capture_test, looks_like_test_id
+        from perfsuite.report import doctor as report
+        from perfsuite.tools.doctor import diagnose
+    except BaseException:
+        stop()
+        raise
     diagnoses = []
     counterfactuals = not args.no_counterfactuals
     from perfsuite.cli.doctor_script import diagnose_command, diagnose_spec, is_script_command, is_script_spec
@@ -166,7 +167,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stop()
     dicts = [d.to_dict() for d in diagnoses]
-    print("\n\n".join(report.format_terminal(d) for d in dicts))
+    from perfsuite.report import terminal
+
+    text = "\n\n".join(report.format_terminal(d) for d in dicts)
+    if terminal.is_terminal(sys.stdout):  # headings in bold, outcomes coloured
+        terminal.console_for(sys.stdout).print(terminal.styled_lines(text.splitlines()))
+    else:
+        print(text)
     if args.markdown:
         write_text_atomic(args.markdown, report.format_markdown(dicts))
         print(f"wrote {args.markdown}")

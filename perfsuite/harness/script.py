@@ -337,7 +337,13 @@ class _Driver:
         for probe in self.probes:
             probe.setup(self.ctx)
         self.phase = WARMUP
+        self._show("warm-up", 0, self.spec.warmup)
         self._dog_phase.enter_context(self.dog.phase("warm-up"))
+
+    def _show(self, phase: str, done: int, total: int) -> None:
+        """The progress display (RunSpec.progress), at phase boundaries only: never inside the measured window."""
+        if self.spec.progress is not None:
+            self.spec.progress(phase, done, total)
 
     def _describe_loader(self) -> str:
         loader = self.training
@@ -353,6 +359,7 @@ class _Driver:
         self._dog_phase.close()
         if self._pick is not None:
             self._use_criterion(self._pick.choose())
+        self._show("window", 0, self.spec.steps)  # before the probes start: the window is not redrawn
         self.phase = WINDOW
         for probe in self.probes:
             probe.start()
@@ -383,11 +390,13 @@ class _Driver:
         self._dog_phase.close()
         for probe in self.probes:
             probe.stop()
+        self._show("window", self.spec.steps, self.spec.steps)
         self.epochs_started = self.epochs - self.epochs_before
         if self.spec.sol_steps > 0 and self.last_batch is not None:
             self.phase = SOL
             self._resident = _on_device(self.last_batch, self.job.device)
             self._sol_starts, self._sol_ends = _StepClock(self.job.device), _StepClock(self.job.device)
+            self._show("speed of light", 0, self.spec.sol_steps)
             self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
         else:
             self._start_observing()
@@ -413,6 +422,7 @@ class _Driver:
 
     def _start_observing(self) -> None:
         self.phase = AFTER
+        self._show("observe", 0, self.spec.observe_steps)
         self.plan = ObservationPlan(
             self.spec.observe_steps, period_steps_for(self.spec.period_steps, self.job), self.probes
         )

@@ -142,8 +142,10 @@ class Summary:
     def text(self) -> str:
         if self.median is None:
             return "no successful run"
-        ci = f" [{self.low:.3g}..{self.high:.3g}]" if self.low is not None else ""
-        return f"{self.median:.3g} samples/s{ci} ({self.runs} runs)"
+        from perfsuite.core.units import sig
+
+        ci = f" [{sig(self.low)}..{sig(self.high)}]" if self.low is not None and self.high is not None else ""
+        return f"{sig(self.median)} samples/s{ci} ({self.runs} runs)"
 
 
 def _median(xs: Sequence[float]) -> float | None:

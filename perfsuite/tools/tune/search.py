@@ -153,7 +153,12 @@ class Search:
         return time.perf_counter() - self.started
 
     def _round_s(self) -> float:
-        return 4 * (sum(self.run_seconds) / len(self.run_seconds)) if self.run_seconds else 0.0
+        """A round's expected time: four runs as long as the longest of the last two rounds' runs (measured).
+
+        The longest, not the mean, so that no round starts whose end would pass the budget unless a run
+        takes longer than every recent one.
+        """
+        return 4 * max(self.run_seconds[-8:]) if self.run_seconds else 0.0
 
     def _budget_left(self) -> bool:
         return self.elapsed() + self._round_s() <= self.config.budget_s
