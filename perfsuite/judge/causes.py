@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.jobs.script import ran_a_script
+
 if TYPE_CHECKING:
     from perfsuite.core.results import Result
     from perfsuite.judge.verdict import Verdict
@@ -515,7 +517,8 @@ def _shuffling(knobs: Mapping[str, Any], result: Result) -> list[str]:
     out = []
     if d.get("epochs"):
         out.append(f"{d.get('distinct_orders')} distinct order(s) in {d['epochs']} epochs")
-    out.append("call sampler.set_epoch(epoch) before each epoch (Job(epoch_start=sampler.set_epoch))")
+    where = "in the script's loop" if ran_a_script(result) else "(Job(epoch_start=sampler.set_epoch))"
+    out.append(f"call sampler.set_epoch(epoch) before each epoch {where}")
     return out
 
 
