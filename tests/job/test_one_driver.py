@@ -208,3 +208,21 @@ def test_a_dataset_that_cannot_be_copied_is_not_replayed_and_says_which_stage():
     why = replay(torch.utils.data.DataLoader(Locked(), batch_size=4), 4, batches=5, repeats=1)
     assert isinstance(why, str)
     assert why.startswith("stage __getitem__ not replayed: Locked could not be copied (TypeError: cannot copy a lock)")
+
+
+def test_compare_names_a_scripts_results_by_the_command_not_the_out_file(tmp_path):
+    import dataclasses
+    from pathlib import Path
+
+    from perfsuite.report.compare import compare_paths
+
+    data = Path(__file__).resolve().parents[1] / "data" / "results"
+    command = "python train.py --data data --workers 2"
+    for name in ("base", "head_same"):
+        result = perfsuite.Result.from_json((data / f"{name}.json").read_text())
+        ran = dataclasses.replace(result, workload=command, notes=(f"perfsuite exec {command}: training loader",))
+        (tmp_path / f"{name}.json").write_text(ran.to_json())
+    verdicts = compare_paths(tmp_path / "base.json", tmp_path / "head_same.json")
+    assert verdicts and {v.test_id for v in verdicts} == {command}
+    plain = compare_paths(data / "base.json", data / "head_same.json")  # a Job's bare Result: its file's name
+    assert {v.test_id for v in plain} == {"head_same"}
