@@ -71,7 +71,8 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
             reasons = _moved_loader(base, result) if side == "data" else _moved_step(base, result)
             return Cause(label, tuple(dict.fromkeys([lead, *reasons])))
     finder = _FINDERS.get(label, lambda k, r: ())
-    return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
+    changed = _changed_knobs(base, result, LOADER_KNOBS) if base is not None and spec.probe == "loader" else []
+    return Cause(label, tuple(dict.fromkeys([*changed, *finder(knobs, result)])))
 
 
 def untuned(knobs: Mapping[str, Any], tuned: Mapping[str, Any]) -> list[str]:
@@ -163,6 +164,7 @@ def _slow(knobs: Mapping[str, Any], result: Result) -> list[str]:
 
 _TIME_FAMILIES = frozenset({"slow steps", "data-bound", "GPU underfed"})
 # The loader ledger's metrics (perfsuite doctor's, issue 20), read by name when a Result has them.
+LOADER_KNOBS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "aug")  # a Result's knobs
 LEDGER_METRICS = ("loader_cpu_ms_per_sample", "main_load_ms_per_step", "loader_capacity_samples_per_s")
 # Measured signals of the step itself, compared base -> head when the time moved into the step.
 STEP_SIGNALS = (
@@ -217,7 +219,7 @@ def _moved_loader(base: Result, head: Result) -> list[str]:
         b, h = base.metric(name), head.metric(name)
         if b.available and h.available and b.value != h.value:
             out.append(f"{name} {b.value:.3g} -> {h.value:.3g}")
-    out += _changed_knobs(base, head, ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "aug"))
+    out += _changed_knobs(base, head, LOADER_KNOBS)
     out += _changed_knobs(base, head, ("batch_size", "eval_interval", "cutmix", "mixup"))
     return out or _data_bound(head.knobs, head)
 
