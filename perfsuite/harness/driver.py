@@ -192,14 +192,15 @@ class Driver:
                 self.dog.record_step(t_req - self._after_fetch_s)
             if self.batches < self.spec.warmup:
                 self.k, self.n = self.batches, self.spec.warmup
-                self.show(self.phase, self.k, self.n)
-                self.check()
                 if self.batches == 0:  # the first batch alone, under the loader timeout (workers start here)
                     self.phase = "first batch"
                     self.show(self.phase, 0, 1)
                     self._dog_phase.enter_context(
                         self.dog.phase("first batch", deadline_s=self.spec.watchdog.first_batch_deadline())
                     )
+                else:
+                    self.show(self.phase, self.k, self.n)
+                    self.check()
                 return _FETCH
             self._begin_window()
         if self.phase == WINDOW:
@@ -242,6 +243,8 @@ class Driver:
             self._dog_phase.close()
             self.phase = WARMUP
             self._dog_phase.enter_context(self.dog.phase("warm-up"))
+            self.show(self.phase, 0, self.n)
+            self.check()
         elif self.phase == WINDOW:
             if pending == "mark":
                 self.host_s.append(t_req - self.step_start_s[-1])
