@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
     p.add_argument("--flip-pairs", type=_flip_pairs, metavar="A:B,...", help="labels a horizontal flip swaps: 4:5,6:7")
-    p.add_argument("--name", help="the name Results use (default: the script's file name)")
+    p.add_argument("--name", help="the name Results use (default: the command after --)")
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
     p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     script = Script(
         command,
         loader=args.loader,
-        name=args.name,
+        name=args.name or " ".join(command),  # the Result's test name: the command that was run (compare shows it)
         criterion=args.criterion,
         num_classes=args.num_classes,
         ignore_index=args.ignore_index,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from perfsuite.core.results import Result, read_json_file
 from perfsuite.errors import PerfsuiteError, ResultError
+from perfsuite.jobs.script import ran_a_script
 from perfsuite.judge.baselines import parse_baseline
 from perfsuite.judge.engine import compare_results
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict
@@ -111,6 +112,8 @@ def judge_paths(
     bases, heads = load_side(base, notes), load_side(head, notes)
     if head.is_file():  # two files: the user paired them, whatever their test ids
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
+        if test_id == head.stem and ran_a_script(h):  # a bare Result of perfsuite exec: named by its command
+            test_id = h.workload
         if notes is not None:
             notes += contention_notes({test_id: b}, {test_id: h})
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads

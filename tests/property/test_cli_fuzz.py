@@ -80,10 +80,11 @@ FLAGS = _flags()
 def argvs(draw: st.DrawFn) -> list[str]:
     command = draw(st.sampled_from(COMMANDS))
     argv = [command]
-    positional = {"run": 1, "doctor": 1, "tune": 1, "compare": 2, "ab": 2}.get(command, 0)
+    positional = {"run": 1, "doctor": 1, "tune": 1, "compare": 2, "ab": 2, "bisect": 2, "history": 1}.get(command, 0)
     for _ in range(positional):
         argv.append(draw(VALUES | st.sampled_from([str(DATA / "base.json"), str(DATA / "head_same.json")])))
-    for flag, takes in draw(st.lists(st.sampled_from(FLAGS[command]), max_size=4)):
+    flags = st.lists(st.sampled_from(FLAGS[command]), max_size=4) if FLAGS[command] else st.just([])
+    for flag, takes in draw(flags):
         argv += [flag, draw(VALUES)] if takes else [flag]
     if command == "exec" and draw(st.booleans()):
         argv += ["--", "python", "train.py"]
