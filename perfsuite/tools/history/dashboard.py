@@ -203,8 +203,8 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
         f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
         f"<h1>perfsuite history</h1><p>{len(series)} series over "
         f"{len({p.commit for s in series for p in s.points})} commits. Exact counters are drawn as steps; "
-        "red dashed lines are change points (every change of an exact counter; PELT with a BIC penalty and a "
-        "5% minimum shift on timings); bars are each run's 10th-90th percentile of its steps.</p>",
+        "red dashed lines are change points (every change of an exact counter; on timings PELT, penalty "
+        "4 log(n) sigma^2, and a 5% minimum shift); bars are each run's 10th-90th percentile of its steps.</p>",
         "<p>",
         _select("test", tests),
         _select("metric", metrics),
