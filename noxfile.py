@@ -31,6 +31,8 @@ SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "fa
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 # What a failing exact check tells people to run: this session, not the pytest command nox runs inside it.
 UPDATE_EXACT = "PERFSUITE_UPDATE_EXACT_COMMAND"
+# pip prints its warnings and errors only: a failing install still shows why, a working one stays out of the way.
+PIP_QUIET = "--quiet"
 TORCH_PROBE = (
     "import importlib.util as u; "
     "print('yes' if u.find_spec('torch') and __import__('torch').__version__.startswith('2.13.') else 'no')"
@@ -41,18 +43,23 @@ def install_torch(session: nox.Session, pip: tuple[str, ...] = ()) -> None:
     """The CPU torch from the PyTorch CPU index; nothing if the environment has torch; the configured indexes if
     the CPU index cannot be reached (see the module docstring)."""
     install = (lambda *a: session.run_install(*pip, "install", *a, external=True)) if pip else session.install
+    session.log(
+        f"installing {CPU_TORCH} (CPU) from {CPU_INDEX} (PERFSUITE_TORCH_INDEX overrides it): the first time it "
+        "downloads the wheel, which can take minutes; pip prints only warnings and errors"
+    )
     try:
-        install(CPU_TORCH, "--index-url", CPU_INDEX, "--timeout", "30", "--retries", "1")
+        install(PIP_QUIET, CPU_TORCH, "--index-url", CPU_INDEX, "--timeout", "30", "--retries", "1")
     except nox.command.CommandFailed:
         session.warn(f"{CPU_INDEX} could not be used; installing {CPU_TORCH} from pip's configured indexes instead")
-        install(CPU_TORCH)
+        install(PIP_QUIET, CPU_TORCH)
 
 
 def install(session: nox.Session) -> None:
     """perfsuite with its test extras, on the CPU torch unless the environment already has torch."""
     if not SYSTEM_TORCH and not _torch_installed(session):
         install_torch(session)
-    session.install("-e", ".[dev]")  # torch>=2.5.1 is satisfied by the torch above: pip leaves it as it is
+    session.log("installing perfsuite (editable) with its dev extras")
+    session.install(PIP_QUIET, "-e", ".[dev]")  # torch>=2.5.1 is satisfied by the torch above: pip leaves it as it is
     session.run_install("python", "-c", "import torch; print('torch', torch.__version__)")
 
 
@@ -90,7 +97,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_params=VENV_PARAMS)
 def slow(session: nox.Session) -> None:
-    """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor (CI runs them too)."""
+    """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor, bisect, and the history
+    dashboard in headless Chromium (CI runs them too; the browser test skips, saying why, without chromium)."""
+    session.install("selenium>=4.20")  # drives the system's chromium (.ci/run installs it where it can)
     run_tests(session, "slow")
 
 
@@ -117,8 +126,15 @@ def perf(session: nox.Session) -> None:
     """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
     install(session)
     rerun = " ".join(["nox -s perf --", *session.posargs, "--perfsuite-update-exact"])
-    session.run(
-        "pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-compare", *session.posargs, env={UPDATE_EXACT: rerun}
+    session.run(  # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
+        "pytest",
+        "tests/perf",
+        "-p",
+        "perfsuite",
+        "-rs",
+        "--perfsuite-compare",
+        *session.posargs,
+        env={UPDATE_EXACT: rerun},
     )
 
 
@@ -138,5 +154,5 @@ def dev(session: nox.Session) -> None:
     pip = (os.path.join(bindir, "python"), "-m", "pip")
     if not SYSTEM_TORCH:
         install_torch(session, pip)
-    session.run_install(*pip, "install", "-e", ".[dev]", external=True)
+    session.run_install(*pip, "install", PIP_QUIET, "-e", ".[dev]", external=True)
     session.log(f"perfsuite is installed in .venv: run `source {bindir}/activate`, then `perfsuite --help`")

@@ -14,7 +14,12 @@ verdict in an A/B pair. It prints one markdown table per condition and writes ev
 The +20% is real work, not a sleep or a busy loop on the CPU clock: compressing a fixed buffer with one zlib
 compressor kept across samples (:class:`ExtraWork`), sized from its own timing to 20% of the reference's
 replayed loader CPU per sample, then rescaled on pilot pairs until the ledger sees +20%, so that it slows down
-under load as the loader's own work does. The table gives the change the A/B pairs achieved. The reference
+under load as the loader's own work does. The table gives the change the A/B pairs achieved, pair by pair:
+the median and range, and the detection among the pairs whose achieved change lies within +-3% of the target.
+The exact loader counters (perfsuite.probes.loadercount) are judged on the same pairs: with ``--slowdown work``
+(the default) the B side adds calls (the compressor's), which the counters name; with ``--slowdown same`` both
+sides run the same code (the compressor on every sample) and only its input grows on the B side, the same code
+become slower, which the counters must not see and only CPU time can. The reference
 is a catch-table reference (perfsuite.harness.faults.REFERENCES), ``loader`` by default: seed 002's fixed
 loader, whose per-sample cost (~0.15 ms) is the smallest of the suite, so the hardest to judge.
 """
@@ -44,6 +49,16 @@ from perfsuite.judge.engine import compare_results
 from perfsuite.tools.catch import run_reference, spec_for
 
 LOADER_RULES = ("loader_cpu_ms_per_sample", "loader_capacity_samples_per_s", "main_load_ms_per_step")
+EXACT_RULES = (
+    "loader_calls_per_sample",
+    "loader_decoded_pixels_per_sample",
+    "loader_read_bytes_per_sample",
+    "loader_blocking_calls_per_sample",
+    "loader_output_bytes_per_sample",
+    "loader_output_format",
+)
+SAME_CODE_BYTES = 64  # --slowdown same: what the A side compresses per sample (the B side: the fitted size)
+WITHIN = 0.03  # detection is also reported among the A/B pairs whose achieved change is within +-3% of the target
 LEDGER_SAMPLES = ("loader_cpu_ms", "loader_calib_ms")
 WALL_RULES = ("step_ms", "data_wait_frac", "epoch_fetch_ms", "input_efficiency")
 EXTRA = 0.20
@@ -99,6 +114,11 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
+def base_run(reference: str, same_code: bool) -> Any:
+    """The A side: the reference, or (``same_code``) the reference compressing a token buffer per sample."""
+    return planted_run(reference, SAME_CODE_BYTES) if same_code else run_reference(reference)
+
+
 def planted_run(reference: str, size: int) -> Any:
     """The reference whose Dataset compresses ``size`` more bytes per sample."""
 
@@ -130,24 +150,28 @@ def fit_size(reference: str, size: int, log: Any, pilots: int = 3, rounds: int =
     return size
 
 
-def run_condition(reference: str, pairs: int, size: int, log: Any) -> dict[str, Any]:
-    ref = REFERENCES[reference]
+def run_condition(reference: str, pairs: int, size: int, log: Any, same_code: bool = False) -> dict[str, Any]:
     outcomes: dict[str, dict[str, Counter[str]]] = {"aa": {}, "ab": {}}
     raw: list[dict[str, Any]] = []  # the ledger's own samples of every pair, so other rules can be tried on them
     load_before = _load()
     for i in range(pairs):
         for kind in ("aa", "ab"):
-            base = run_reference(ref)
-            head = run_reference(ref) if kind == "aa" else planted_run(reference, size)
-            raw.append({"pair": kind, **{side: _ledger(r) for side, r in (("base", base), ("head", head))}})
+            base = base_run(reference, same_code)
+            head = base_run(reference, same_code) if kind == "aa" else planted_run(reference, size)
+            pair: dict[str, Any] = {"pair": kind, **{side: _ledger(r) for side, r in (("base", base), ("head", head))}}
             for v in compare_results(base, head, f"{kind}{i}", force=True):
-                if v.metric in LOADER_RULES + WALL_RULES:
+                if v.metric in LOADER_RULES + WALL_RULES + EXACT_RULES:
                     outcomes[kind].setdefault(v.metric, Counter())[str(v.outcome)] += 1
+                if v.metric == "loader_cpu_ms_per_sample":
+                    pair["ledger_outcome"] = str(v.outcome)
+            pair["achieved"] = calibrated_ratio(pair["base"], pair["head"])
+            raw.append(pair)
         log(f"pair {i + 1}/{pairs}, load {_load():.2f}")
     return {
         "reference": reference,
         "pairs": pairs,
         "extra_bytes": size,
+        "slowdown": "same" if same_code else "work",
         "load_before": load_before,
         "load_after": _load(),
         "outcomes": {k: {m: dict(c) for m, c in v.items()} for k, v in outcomes.items()},
@@ -194,19 +218,42 @@ def table(record: dict[str, Any], condition: str) -> str:
         "| rule | metric | false alarms (A/A) | detected (A/B) | A/B inconclusive |",
         "|---|---|---:|---:|---:|",
     ]
-    for metric in LOADER_RULES + WALL_RULES:
+    for metric in LOADER_RULES + EXACT_RULES + WALL_RULES:
         aa = record["outcomes"]["aa"].get(metric, {})
         ab = record["outcomes"]["ab"].get(metric, {})
         if not aa and not ab:
             continue
         alarms = aa.get("regressed", 0) + aa.get("improved", 0)
-        rule = "loader ledger (CPU time)" if metric in LOADER_RULES else "wall clock"
+        rule = (
+            "loader ledger (CPU time)"
+            if metric in LOADER_RULES
+            else "exact loader counters"
+            if metric in EXACT_RULES
+            else "wall clock"
+        )
         lines.append(
             f"| {rule} | `{metric}` | {alarms}/{sum(aa.values())} ({alarms / max(1, sum(aa.values())):.0%}) | "
             f"{ab.get('regressed', 0)}/{sum(ab.values())} ({ab.get('regressed', 0) / max(1, sum(ab.values())):.0%}) | "
             f"{ab.get('inconclusive', 0)} |"
         )
+    lines += ["", at_achieved(record)]
     return "\n".join(lines) + "\n"
+
+
+def at_achieved(record: dict[str, Any]) -> str:
+    """Detection by the CPU ledger at the change each A/B pair achieved (pilot sizing does not fix it)."""
+    ab = [p for p in record["samples"] if p["pair"] == "ab" and "achieved" in p and "ledger_outcome" in p]
+    if not ab:
+        return "(no per-pair achieved change kept: a record written before it was)"
+    achieved = sorted(p["achieved"] for p in ab)
+    near = [p for p in ab if abs(p["achieved"] - (1 + EXTRA)) <= WITHIN * (1 + EXTRA)]
+    hit = sum(p["ledger_outcome"] == "regressed" for p in near)
+    rate = f"{hit}/{len(near)} ({hit / len(near):.0%})" if near else "no pair"
+    return (
+        f"`loader_cpu_ms_per_sample` at the achieved change: A/B pairs achieved x{achieved[0]:.3f} .. "
+        f"x{achieved[-1]:.3f} (median x{statistics.median(achieved):.3f}); detected among the pairs within "
+        f"+-{WITHIN:.0%} of x{1 + EXTRA:.2f}: {rate}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=100, help="A/A pairs and A/B pairs per condition (default 100)")
     parser.add_argument("--conditions", nargs="+", default=["quiet", "busy"], choices=["quiet", "busy"])
     parser.add_argument("--reference", default="loader", choices=sorted(REFERENCES))
+    parser.add_argument(
+        "--slowdown",
+        choices=["work", "same"],
+        default="work",
+        help="work: B adds CPU work (new calls); same: both sides run the same code, B's input is larger",
+    )
     parser.add_argument("--out", type=Path, default=Path("docs/data/loader_power"), help="where the JSON goes")
     parser.add_argument(
         "--rejudge",
@@ -254,13 +307,16 @@ def main(argv: list[str] | None = None) -> int:
         if condition == "busy":
             busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
-            record = run_condition(args.reference, args.pairs, size, lambda s, c=condition: log(f"{c}: {s}"))
+            record = run_condition(
+                args.reference, args.pairs, size, lambda s, c=condition: log(f"{c}: {s}"), args.slowdown == "same"
+            )
         finally:
             if busy is not None:
                 busy.kill()
                 busy.wait()
         record["condition"] = condition
-        write_json_atomic(args.out / f"{args.reference}-{condition}.json", record)
+        suffix = "" if args.slowdown == "work" else "-same-code"
+        write_json_atomic(args.out / f"{args.reference}-{condition}{suffix}.json", record)
         print(table(record, condition), flush=True)
     return 0
 

@@ -50,6 +50,7 @@ from perfsuite.core.pytest_cmd import plugin_args
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.adaptive import DEFAULT_RULE, ABOutcome, ABRule, AdaptiveAB, Decision, RunValues, decide
+from perfsuite.judge.contention import contended_run
 
 DEFAULT_BUDGET_S = 900.0
 DEFAULT_MAX_ROUNDS = 20
@@ -216,6 +217,19 @@ def per_run_values(result: Result, statistic: str = DEFAULT_STATISTIC) -> RunVal
     return RunValues(run_statistic(steps, statistic) / batch, extras)
 
 
+def counted_values(result: Result, statistic: str, where: str, contended: list[str]) -> RunValues | None:
+    """The run's values, or None (its pair dropped, a later round repeats it) when its machine was contended.
+
+    A contended run is listed in ``contended`` with its figures (perfsuite.judge.contention): an interleaved
+    round in which one side waited for a neighbour is not averaged in.
+    """
+    busy = contended_run(result)
+    if busy:
+        contended.append(f"{where}: {busy}")
+        return None
+    return per_run_values(result, statistic)
+
+
 # --------------------------------------------------------------------------- the session
 
 
@@ -260,6 +274,7 @@ class ABSession:
     run_seconds: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     stopped: str = ""
+    contended: list[str] = field(default_factory=list)  # runs whose pair was not counted (judge.contention)
 
     @property
     def regressed(self) -> bool:
@@ -315,15 +330,19 @@ def run_ab(
         runs_dir = trees.tmp / "runs"
         loop = AdaptiveAB(rule, seed)
         session.loop = loop
+        round_s: list[float] = []  # each round's measured time: the longest so far is the next one's expectation
         for r in range(max_rounds):
             if r >= min_rounds and loop.done():
                 session.stopped = "every test decided"
                 break
-            if r:
-                per_round = (time.perf_counter() - start) / r
-                if time.perf_counter() - start + per_round > budget_s:
-                    session.stopped = f"time budget {budget_s:.0f} s (a round takes about {per_round:.0f} s)"
-                    break
+            if round_s and budget_overrun(time.perf_counter() - start, round_s, budget_s):
+                session.stopped = (
+                    f"time budget {budget_s:.0f} s: another round would end at about "
+                    f"{time.perf_counter() - start + max(round_s):.0f} s (the longest round so far took "
+                    f"{max(round_s):.0f} s)"
+                )
+                break
+            round_start = time.perf_counter()
             order = loop.next_order()
             deselect = decided_nodes(loop) if r >= min_rounds else []
             round_args = [*pytest_args, *(arg for node in deselect for arg in ("--deselect", node))]
@@ -357,8 +376,11 @@ def run_ab(
                     session.problems.append(f"round {r + 1}, run {i + 1} ({side}): pytest exit {run.returncode}")
                 first.setdefault(side, run.results)
                 for test_id, result in run.results.items():
-                    values.setdefault(test_id, [None] * len(order))[i] = per_run_values(result, statistic)
+                    where = f"round {r + 1}, run {i + 1} ({side}) `{test_id}`"
+                    slot = values.setdefault(test_id, [None] * len(order))
+                    slot[i] = counted_values(result, statistic, where, session.contended)
             loop.add_round(order, values)
+            round_s.append(time.perf_counter() - round_start)
         else:
             session.stopped = f"--max-rounds {max_rounds}"
     if progress:
@@ -367,6 +389,16 @@ def run_ab(
     session.elapsed_s = time.perf_counter() - start
     session.tests = [_judge_test(test_id, loop, first) for test_id in sorted(loop.tracks)]
     return session
+
+
+def budget_overrun(elapsed_s: float, round_s: Sequence[float], budget_s: float) -> bool:
+    """Whether another round, expected to take as long as the longest measured so far, would end past the budget.
+
+    The longest, not the mean: rounds vary (a neighbour's load, a test's slow start), and a mean-sized
+    estimate let a session end past its budget. After ``--min-rounds`` rounds run fewer tests, so the
+    longest round is an upper bound of the next.
+    """
+    return bool(round_s) and elapsed_s + max(round_s) > budget_s
 
 
 def decided_nodes(loop: AdaptiveAB) -> list[str]:
@@ -450,6 +482,7 @@ def to_dict(s: ABSession) -> dict[str, Any]:
         "elapsed_s": round(s.elapsed_s, 3),
         "stopped": s.stopped,
         "problems": s.problems,
+        "contended": s.contended,
         "regressed": s.regressed,
         "tests": [
             {
@@ -524,6 +557,14 @@ def format_markdown(s: ABSession) -> str:
         lines += ["", "</details>"]
     if s.problems:
         lines += ["", "**Problems**", "", *(f"- {p}" for p in s.problems)]
+    if s.contended:
+        lines += [
+            "",
+            f"**Contended runs** ({len(s.contended)}): their pairs were not counted; later rounds replace them",
+            "",
+            *(f"- {c}" for c in s.contended[:20]),
+            *([f"- ... and {len(s.contended) - 20} more"] if len(s.contended) > 20 else []),
+        ]
     return "\n".join(lines) + "\n"
 
 

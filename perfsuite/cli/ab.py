@@ -80,7 +80,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--same-env", action="store_true", help="the same as --env current")
     p.add_argument("--report-md", type=Path, metavar="FILE", help="write the markdown report (for a PR comment)")
     p.add_argument("--report-json", type=Path, metavar="FILE", help="write the JSON report")
-    p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    p.add_argument("--overwrite", action="store_true", help="replace --report-md/--report-json files that exist")
+    p.add_argument("--parents", action="store_true", help="create the missing parent directories of the reports")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table (terminal) or markdown (piped)")
 
 
 def split_own_options(args: argparse.Namespace) -> list[str]:
@@ -133,10 +135,19 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except PerfsuiteError as exc:
         print(f"perfsuite ab: error: {exc}", file=err)
         return 2
+    from perfsuite.report import terminal
+
     markdown, data = format_markdown(session), to_dict(session)
+    if args.json:
+        print(json.dumps(data, indent=2, allow_nan=False), file=out)
+    elif terminal.is_terminal(out):  # a table for a person; the markdown is for a PR comment (--report-md, pipes)
+        terminal.console_for(out).print(terminal.ab_report(data))
+    else:
+        print(markdown, file=out)
     if args.report_md:
         write_text_atomic(args.report_md, markdown)
+        print(f"perfsuite ab: wrote {args.report_md} (markdown for a PR comment)", file=err)
     if args.report_json:
         write_text_atomic(args.report_json, json.dumps(data, indent=2, allow_nan=False) + "\n")
-    print(json.dumps(data, indent=2, allow_nan=False) if args.json else markdown, file=out)
+        print(f"perfsuite ab: wrote {args.report_json} (JSON report)", file=err)
     return 1 if session.regressed else 0

@@ -11,13 +11,14 @@ from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR
 from perfsuite.report.compare import judge_paths
 
-HELP = "compare results or baseline directories: markdown for PRs"
+HELP = "compare results or baseline directories: a table at a terminal, markdown for PRs"
 DESCRIPTION = (
     "Judge HEAD against BASE: two Result/baseline JSON files, or two directories of them matched by test id "
     "(e.g. baselines/<fingerprint>/ and results/<fingerprint>/ written by `pytest --perfsuite-save "
-    "--perfsuite-baselines results`, or files from `perfsuite run ... --json`). Prints markdown for a PR comment "
-    "(or --json); exit 1 when something regressed or changed, 2 on bad input. JSON that is no Result (the "
-    "committed exact file) is skipped with a note."
+    "--perfsuite-baselines results`, or files from `perfsuite run ... --json`). Prints a table at a "
+    "terminal, markdown for a PR comment when stdout is not a terminal (or --markdown FILE, or --json); "
+    "exit 1 when something regressed or changed, 2 on bad input. JSON that is no Result (the committed exact "
+    "file) is skipped with a note."
 )
 
 
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("head", type=Path, help="the run to judge: same kind as BASE")
     parser.add_argument("--json", action="store_true", help="print verdicts as JSON instead of markdown")
     parser.add_argument("--png", type=Path, metavar="FILE", help="also write a chart of the ratios to FILE")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the PR-comment markdown to FILE")
     parser.add_argument(
         "--factor",
         type=float,
@@ -51,12 +53,36 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     notes: list[str] = []
     try:
         verdicts, heads = judge_paths(args.base, args.head, args.factor, args.alpha, args.force, notes)
+        written = []
         if args.png:
-            report.write_png(verdicts, args.png, heads)
+            written.append(f"wrote {report.write_png(verdicts, args.png, heads)} (chart of the ratios)")
+        if args.markdown:
+            import os
+
+            from perfsuite.core.tmpfiles import write_text_atomic
+
+            try:  # a hard link publishes the file: an existing one is never overwritten
+                write_text_atomic(args.markdown, report.format_markdown(verdicts), os.link)
+            except FileExistsError:
+                raise PerfsuiteError(f"--markdown {args.markdown} exists; remove it or give another file") from None
+            written.append(f"wrote {args.markdown} (markdown for a PR comment)")
     except (PerfsuiteError, OSError) as exc:
-        print(f"perfsuite compare: error: {exc}", file=err)
+        from perfsuite.cli.main import os_error_text
+
+        told = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        print(f"perfsuite compare: error: {told}", file=err)
         return 2
     for note in notes:
         print(f"perfsuite compare: note: {note}", file=err)
-    print(report.to_json(verdicts) if args.json else report.format_markdown(verdicts), file=out)
+    if args.json:
+        print(report.to_json(verdicts), file=out)
+    else:
+        from perfsuite.report import terminal
+
+        if terminal.is_terminal(out):
+            terminal.print_verdicts(verdicts, terminal.console_for(out))
+        else:
+            print(report.format_markdown(verdicts), file=out)
+    for line in written:
+        print(f"perfsuite compare: {line}", file=err)
     return 1 if any(v.failed for v in verdicts) else 0

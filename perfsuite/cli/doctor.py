@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+from perfsuite.cli.hints import watchdog_from_args
 from perfsuite.errors import PerfsuiteError
 
 HELP = "name a job's bottleneck and the fix, with measured evidence"
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", type=Path, metavar="FILE", dest="json_out", help="also write the report as JSON")
     out.add_argument("--png", type=Path, metavar="FILE", help="also write a timeline of the steps")
     out.add_argument("--overwrite", action="store_true", help="replace --markdown/--json/--png files that exist")
+    from perfsuite.cli.doctor_script import add_script_arguments
+
+    add_script_arguments(p)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -51,16 +55,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _progress() -> tuple[Any, Any]:
-    """(update(text), stop()): a rich status line on a terminal; nothing under CI or when piped."""
-    from perfsuite.jobs.workloads.data import show_progress
+    """(update(text), stop()): one live line on a terminal, with the time left from the first round; nothing
+    under CI or when piped (perfsuite.cli.progress)."""
+    from perfsuite.cli.progress import live_line
 
-    if not show_progress():
+    line = live_line("perfsuite doctor")
+    if line is None:
         return (lambda text: None), (lambda: None)
-    from rich.console import Console
-
-    status = Console(stderr=True).status("perfsuite doctor: starting")
-    status.start()
-    return (lambda text: status.update(f"perfsuite doctor: {text}")), status.stop
+    return line.update, line.stop
 
 
 def _spec(args: argparse.Namespace) -> Any:
@@ -75,6 +77,7 @@ def _spec(args: argparse.Namespace) -> Any:
         "warmup": args.warmup if args.warmup is not None else DEFAULT_WARMUP,
         "observe_steps": args.observe_steps if args.observe_steps is not None else DEFAULT_OBSERVE,
         "target_samples_per_s": args.target_samples_per_s,
+        "watchdog": watchdog_from_args(args),
     }
     if is_job_target(args.workload):
         defaults = argparse.ArgumentParser()
@@ -105,17 +108,26 @@ def _spec(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from perfsuite.core.tmpfiles import write_text_atomic
-    from perfsuite.plugin.capture import capture_test, looks_like_test_id
-    from perfsuite.report import doctor as report
-    from perfsuite.tools.doctor import diagnose
-
     _check_outputs(args)
-    update, stop = _progress()
+    update, stop = _progress()  # before torch's import: the live line shows within a second or two
+    try:
+        from perfsuite.core.tmpfiles import write_text_atomic
+        from perfsuite.plugin.capture import capture_test, looks_like_test_id
+        from perfsuite.report import doctor as report
+        from perfsuite.tools.doctor import diagnose
+    except BaseException:
+        stop()
+        raise
     diagnoses = []
     counterfactuals = not args.no_counterfactuals
+    from perfsuite.cli.doctor_script import diagnose_command, diagnose_spec, is_script_command, is_script_spec
+
+    failed: list[BaseException] = []
     try:
-        if looks_like_test_id(args.workload):
+        if is_script_command(args):
+            lengths = (DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_OBSERVE)
+            diagnoses.append(diagnose_command(args, counterfactuals, update, lengths))
+        elif looks_like_test_id(args.workload):
 
             def handle(spec: Any, result_id: str) -> Any:
                 spec = dataclasses.replace(
@@ -124,13 +136,27 @@ def run(args: argparse.Namespace) -> int:
                     warmup=args.warmup if args.warmup is not None else max(spec.warmup, DEFAULT_WARMUP),
                     observe_steps=args.observe_steps or max(spec.observe_steps, DEFAULT_OBSERVE),
                     target_samples_per_s=args.target_samples_per_s,
+                    watchdog=watchdog_from_args(args, spec.watchdog),
                 )
-                d = diagnose(spec, result_id, args.rounds, counterfactuals, lambda s: update(f"{result_id}: {s}"))
+                say = lambda s: update(f"{result_id}: {s}")  # noqa: E731
+                try:  # a script's runs each in a fresh process (perfsuite.tools.doctor_script)
+                    d = (
+                        diagnose_spec(spec, result_id, args, counterfactuals, say)
+                        if is_script_spec(spec)
+                        else diagnose(spec, result_id, args.rounds, counterfactuals, say)
+                    )
+                except BaseException as exc:
+                    failed.append(exc)
+                    raise
                 diagnoses.append(d)
                 return d.results[-1]
 
             import_modules(args.imports)
             capture_test(args.workload, handle)
+            if failed or not diagnoses:  # never an empty diagnosis with exit 0
+                from perfsuite.cli.doctor_script import no_diagnosis
+
+                raise no_diagnosis(args.workload, failed)
         else:
             spec = _spec(args)
             diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update))
@@ -141,7 +167,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stop()
     dicts = [d.to_dict() for d in diagnoses]
-    print("\n\n".join(report.format_terminal(d) for d in dicts))
+    from perfsuite.report import terminal
+
+    text = "\n\n".join(report.format_terminal(d) for d in dicts)
+    if terminal.is_terminal(sys.stdout):  # headings in bold, outcomes coloured
+        terminal.console_for(sys.stdout).print(terminal.styled_lines(text.splitlines()))
+    else:
+        print(text)
     if args.markdown:
         write_text_atomic(args.markdown, report.format_markdown(dicts))
         print(f"wrote {args.markdown}")

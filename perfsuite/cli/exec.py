@@ -32,15 +32,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the training DataLoader when the script iterates several: the class of its dataset or loader "
         "(FaceParsingDataset), NAME#N for the N-th such, or N for the N-th DataLoader iterated (default: the first)",
     )
-    p.add_argument("--criterion", metavar="CLASS", help="the loss module's class, when the script holds several")
+    p.add_argument(
+        "--criterion",
+        metavar="NAME",
+        help="the loss module to check the labels at, by class (OhemCELoss) or path (LossP.criteria); default: the "
+        "innermost loss module the labels reach",
+    )
     p.add_argument("--num-classes", type=int, metavar="N", help="classes of the targets (for label checks)")
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
     p.add_argument("--flip-pairs", type=_flip_pairs, metavar="A:B,...", help="labels a horizontal flip swaps: 4:5,6:7")
-    p.add_argument("--name", help="the name Results use (default: the script's file name)")
+    p.add_argument("--name", help="the name Results use (default: the command after --)")
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
     p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
+    from perfsuite.cli.script_ranks import add_rank_arguments
+
+    add_rank_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS (or -- python -m module ARGS)")
 
 
@@ -71,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     script = Script(
         command,
         loader=args.loader,
-        name=args.name,
+        name=args.name or " ".join(command),  # the Result's test name: the command that was run (compare shows it)
         criterion=args.criterion,
         num_classes=args.num_classes,
         ignore_index=args.ignore_index,
@@ -90,15 +98,24 @@ def run(args: argparse.Namespace) -> int:
 
     # With --json, stdout is the Result's: the script's own prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    try:
-        with quiet:
-            result = run_job(spec)
+    import dataclasses
+
+    from perfsuite.cli.progress import phase_progress
+    from perfsuite.cli.script_ranks import run_ranks, wants_ranks
+
+    try:  # each phase's progress on a terminal, as perfsuite run's (nothing drawn inside the measured window)
+        with quiet, phase_progress("perfsuite exec") as show:
+            if wants_ranks(args):
+                result = run_ranks(script, spec, args, "exec")
+            else:
+                result = run_job(dataclasses.replace(spec, progress=show))
     except ScriptError as exc:
         if exc.script_traceback:
             print(exc.script_traceback, end="", file=sys.stderr)
         raise
     if args.out is not None:
         _write(args.out, result, args.overwrite)
+        print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
     print(result.to_json() if args.json else _table(result))
     return 0
 

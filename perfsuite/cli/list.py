@@ -36,4 +36,6 @@ def run(args: argparse.Namespace) -> int:
         for scale, s in row["scales"].items():
             h, w = s["image_size"]
             print(f"    {scale:<6} {w}x{h}, {s['num_samples']} samples, batch {s['batch_size']}, model {s['model']}")
+    if rows:
+        print("seed NNN: the user report (000-004) the workload was modelled on (docs/workloads.md); not --seed")
     return 0

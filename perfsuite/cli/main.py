@@ -12,11 +12,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "exec", "check", "compare", "ab", "doctor", "tune", "monitor")
+COMMANDS = ("list", "run", "exec", "check", "compare", "ab", "doctor", "tune", "monitor", "history", "bisect")
 
 
 def version() -> str:
@@ -30,8 +31,17 @@ def version() -> str:
         return "unknown (not installed: pip install -e .)"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (what was wrong, where the help is) and exit 2, no usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from perfsuite.cli.validate import add_shared_arguments
+
+    parser = OneLineParser(
         prog="perfsuite", description="Performance regression tests for GPU training input pipelines."
     )
     parser.add_argument("--version", action="version", version=f"perfsuite {version()}")
@@ -40,31 +50,50 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"perfsuite.cli.{name}")
         p = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP))
         module.add_arguments(p)
-        p.set_defaults(func=module.run)
+        add_shared_arguments(name, p)
+        p.set_defaults(func=module.run, subcommand=name)  # not args.command: exec's own positional takes that name
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command. Bad input and OS errors (a path that cannot be written) print one line and exit 2;
     Ctrl-C prints one line and exits 130, as a shell reports SIGINT; nothing half-written is left."""
+    from perfsuite.cli.hints import for_command
+    from perfsuite.cli.validate import check
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check(args)  # every argument, name and output path, before any work
         return int(args.func(args))
     except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
-        print(f"perfsuite: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
         return 2
     except PerfsuiteError as exc:
-        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        print(f"perfsuite: error: {for_command(str(exc), args)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"perfsuite: error:{where}: {exc.strerror or exc}; check the path and its permissions", file=sys.stderr)
+        print(f"perfsuite: error: {os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         what = str(exc) or "interrupted (Ctrl-C); no result was written"
         print(f"perfsuite: {what}", file=sys.stderr)
         return 130
+    except Exception as exc:  # the user's step, Dataset or factory: their error, in their terms
+        from perfsuite.cli.user_errors import describe
+
+        told = describe(exc, str(getattr(args, "workload", args.subcommand)))
+        if told is None:
+            raise  # perfsuite's own bug: its whole traceback
+        print(f"perfsuite: error: {told.line}", file=sys.stderr)
+        print(told.traceback, end="", file=sys.stderr)
+        return 2
+
+
+def os_error_text(exc: OSError) -> str:
+    """``PATH: No space left on device; check ...``: the user's path (never a temporary) once, one colon."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}; check the path, its free space and permissions"
 
 
 if __name__ == "__main__":

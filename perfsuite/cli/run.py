@@ -63,8 +63,22 @@ def _count(minimum: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from perfsuite.cli.progress import waiting
+
+    # On several ranks, a live line from the start (torch's import included) to the end of the launch; it is
+    # redrawn once a second while this process only waits on the ranks. One rank draws its phases instead.
+    ranks = args.nproc_per_node > 1 or args.scaling_rounds
+    line = waiting(f"perfsuite run {args.workload} on {args.nproc_per_node} ranks") if ranks else None
+    with line if line is not None else contextlib.nullcontext(None) as note:
+        return _run(args, note)
+
+
+def _run(args: argparse.Namespace, note: Any) -> int:
     from pathlib import Path
 
+    from perfsuite.cli.hints import watchdog_from_args
     from perfsuite.core.options import period_steps, run_lengths
     from perfsuite.harness.runner import RunSpec
     from perfsuite.harness.runner import run as run_job
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             job_knobs=asked,
             period_steps=period_steps(args.period_steps, args.observe_steps),
+            watchdog=watchdog_from_args(args),
         )
     else:
         spec = RunSpec(
@@ -102,9 +117,16 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None,
             period_steps=period_steps(args.period_steps, args.observe_steps),
+            watchdog=watchdog_from_args(args),
         )
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling
+
+        note("launching and running (torchrun)")
+
+        def log(line: str) -> None:
+            note(line)
+            print(f"perfsuite run: {line}", file=sys.stderr, flush=True)
 
         result = scaling(
             spec,
@@ -113,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             share_gpus=args.share_gpu,
             omp_threads=args.omp_threads,
             imports=args.imports,
-            log=lambda line: print(f"perfsuite run: {line}", file=sys.stderr, flush=True),
+            log=log,
         )
     else:
         import dataclasses
@@ -126,40 +148,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_figure(name: str, value: Any) -> str:
-    """A count as an integer (``1438009776``, not ``1438009776.000``), other numbers to three decimals."""
-    from perfsuite.core import metrics
-
-    spec = metrics.find(name)
-    if isinstance(value, float) and spec is not None and spec.kind == "exact" and value.is_integer():
-        return str(int(value))
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def format_run(result: Any) -> str:
-    """The short table `perfsuite run` prints: throughput, step time, and every other metric."""
-    step = result.metric("step_ms")
-    lines = [
-        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
-        f"batch {result.batch_size}, {result.steps} measured steps",
-        f"  {'samples/s':<16}{result.value('samples_per_s'):>12.1f}",
-        f"  {'step ms median':<16}{step.value:>12.2f}",
-        f"  {'step ms p90':<16}{step.detail.get('p90', float('nan')):>12.2f}",
-    ]
-    shown_with_ranks = (
-        "straggler_wait_frac",
-        "input_skew_frac",
-        "scaling_efficiency",
-        "dataset_passes_per_epoch",
-        "cpu_oversubscription",
-    )
-    for name, metric in result.metrics.items():
-        if name in ("samples_per_s", "step_ms") or (result.ranks and name in shown_with_ranks):
-            continue
-        shown = format_figure(name, metric.value)
-        text = shown if metric.available else f"unavailable ({metric.reason})"
-        width = max(16, len(name) + 1)
-        lines.append(f"  {name:<{width}}{text:>12}" if metric.available else f"  {name:<{width}}{text}")
+    """The short table `perfsuite run` prints: metric names as thresholds write them, values in human units,
+    one line for the GPU telemetry a CPU run cannot measure (perfsuite.report.terminal)."""
+    from perfsuite.report.terminal import run_lines
+
+    lines = run_lines(result)
     syncs = result.metric("syncs_per_step")
     lines += [
         f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
@@ -167,6 +161,10 @@ def format_run(result: Any) -> str:
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
     lines += [f"  note: {note}" for note in result.notes]
+    from perfsuite.judge.contention import session_line
+
+    contention = session_line({"this run": result})  # how busy the machine was (perfsuite.judge.contention)
+    lines += [f"  {contention}"] if contention else []
     if result.ranks:
         from perfsuite.report.ranks import format_ranks
 

@@ -66,7 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--alpha", type=float, default=0.01, help="one-sided significance of a gain (default 0.01)")
     t.add_argument("--min-rounds", type=int, default=3, help="rounds of 4 runs before a step may be decided")
     t.add_argument("--max-rounds", type=int, default=5, help="rounds of 4 runs per step at most (default 5)")
-    t.add_argument("--budget", type=float, default=1800.0, metavar="SECONDS", help="stop the search after this long")
+    t.add_argument(
+        "--budget",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="time budget: no round starts that would end past it (default 1800)",
+    )
     t.add_argument(
         "--require",
         action="append",
@@ -170,7 +176,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.json:
         print(json.dumps(report.to_dict(), indent=2), file=out)
     else:
-        print(format_report(report), file=out)
+        from perfsuite.report import terminal
+
+        if terminal.is_terminal(out):  # headings in bold, outcomes coloured
+            terminal.console_for(out).print(terminal.styled_lines(format_report(report).splitlines()))
+        else:
+            print(format_report(report), file=out)
         if written.tune_file:
             print(f"wrote {written.tune_file}", file=out)
         if written.thresholds:

@@ -260,6 +260,9 @@ class Result:
     # A run on several ranks (perfsuite.harness.distributed): each rank's own figures, rank 0 first. The metrics
     # above are then the job's as a whole (see perfsuite.harness.rank_merge). Empty for a one-process run.
     ranks: tuple[RankResult, ...] = ()
+    # What the machine was doing during the run, by concern: "contention" (perfsuite.probes.contention: CPU
+    # pressure, steal, neighbours' CPU, run queue, the calibration kernel's speed). JSON values; not judged itself.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> Metric:
         """The metric by name; a metric no probe reported is unavailable, with that reason."""
@@ -287,6 +290,7 @@ class Result:
             "notes": list(self.notes),
             "fingerprint": asdict(self.fingerprint),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
+            **({"environment": self.environment} if self.environment else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -332,7 +336,7 @@ class Result:
         _need(isinstance(metrics, dict), "metrics", metrics, "an object of metric name -> {value, unit, ...}")
         notes = data.get("notes", [])
         _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", notes, "a list of strings")
-        return cls(
+        result = cls(
             workload=_text(data["workload"], "workload"),
             scale=_text(data["scale"], "scale"),
             knobs=dict(knobs),
@@ -348,7 +352,12 @@ class Result:
             created=_text(data["created"], "created"),
             schema_version=version,
             ranks=_ranks(data.get("ranks", [])),
+            environment=_environment(data.get("environment", {})),
         )
+        from perfsuite.core.schema import check_result
+
+        check_result(data)  # the declared schema: ranges (no negative step_ms) and known metric names
+        return result
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Result:
@@ -375,6 +384,7 @@ _RESULT_FIELDS = (
     "fingerprint",
     "knob_sources",
     "ranks",
+    "environment",
 )
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()
@@ -410,6 +420,8 @@ def read_json_file(path: Any, what: str = "result file") -> Any:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ResultError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if not raw:
+        raise ResultError(f"{what} {path} is empty (0 bytes): a run stopped while writing it? pass a Result file")
     try:
         return parse_json(raw, f"{what} {path}")
     except ResultError as exc:
@@ -511,3 +523,23 @@ def _knob_sources(value: Any) -> dict[str, str]:
     for key, source in value.items():
         _need(isinstance(source, str), f"knob_sources.{key}", source, "a string")
     return dict(value)
+
+
+def _environment(value: Any, where: str = "environment") -> dict[str, Any]:
+    """What the machine was doing: an object of JSON values (finite numbers, strings, booleans, null, nesting)."""
+    _need(isinstance(value, dict), where, value, "an object (Result.environment: concern -> figures)")
+    for key, item in value.items():
+        _environment_value(item, f"{where}.{key}")
+    return dict(value)
+
+
+def _environment_value(item: Any, where: str) -> None:
+    if isinstance(item, dict):
+        _environment(item, where)
+    elif isinstance(item, list):
+        for i, x in enumerate(item):
+            _environment_value(x, f"{where}[{i}]")
+    elif isinstance(item, (int, float)) and not isinstance(item, bool):
+        _number(item, where)
+    else:
+        _need(item is None or isinstance(item, (str, bool)), where, item, "a number, string, boolean or null")

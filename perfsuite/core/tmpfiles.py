@@ -24,7 +24,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,36 +130,53 @@ def write_text_atomic(path: Path, text: str, publish: Callable[[Path, Path], Non
     ``publish(tmp, path)`` (replace by default; a hard link refuses to overwrite), then fsync the directory.
     Temporaries of earlier writes that were killed are swept first. A crash never leaves half a file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep(path.parent)
-    fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        publish(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with as_users_path(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep(path.parent)
+        fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            publish(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return path
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """:func:`write_text_atomic` for bytes (an image): a temporary in the same directory, fsync, replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep(path.parent)
-    fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with as_users_path(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep(path.parent)
+        fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return path
+
+
+@contextlib.contextmanager
+def as_users_path(path: Path) -> Iterator[None]:
+    """An OSError inside names ``path``, the file the user asked for, not the hidden temporary it failed on
+    (``No space left on device`` on ``.report.tmp-host-123-x.tmp`` means nothing to them). A FileExistsError
+    passes unchanged: callers publishing with a hard link read it as "someone wrote it meanwhile"."""
+    try:
+        yield
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename) == Path(path):
+            raise
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def write_json_atomic(path: Path, payload: Any, publish: Callable[[Path, Path], None] = os.replace) -> Path:

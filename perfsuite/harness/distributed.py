@@ -294,6 +294,7 @@ def launch(
         "--standalone",  # a local rendezvous on a free port chosen by torchrun: never a fixed port
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
+        f"--log-dir={run_dir / 'elastic'}",  # else torchrun leaves a torchelastic_* folder in TMPDIR per launch
         "-m",
         "perfsuite.harness.rank_main",
         str(run_dir),

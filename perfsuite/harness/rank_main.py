@@ -111,6 +111,11 @@ def run_plan(plan: dict[str, Any], run_dir: Path, rank: int) -> None:
     for entry in reversed(plan.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    if "script" in plan:  # a user's script joins the process group itself (perfsuite.harness.script_ranks)
+        from perfsuite.harness.script_ranks import run_rank
+
+        run_rank(plan, run_dir, rank, _PROGRESS)
+        return
     from perfsuite.core.cores import usable_cores
     from perfsuite.core.tmpfiles import write_text_atomic
     from perfsuite.harness.distributed import RankRun, import_modules

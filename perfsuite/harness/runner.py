@@ -1,7 +1,8 @@
 """Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
-A user's training script (:class:`perfsuite.Script`) goes through the same phases, driven by its
-own loop (:mod:`perfsuite.harness.script`); both Results are made by :func:`assemble_result`.
+The phases are :mod:`perfsuite.harness.driver`'s, at the step boundaries of the Job's loop here, or of a
+user's training script (:class:`perfsuite.Script`, :mod:`perfsuite.harness.script`) whose training DataLoader
+calls the same driver; both Results are made by :func:`assemble_result`.
 
 The runner is the only place that synchronises the device, and it does so
 only at the edges of the measured window; per-step times on a GPU come from
@@ -12,7 +13,6 @@ workload did not have (and the sync probe never counts the harness's own).
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,16 +23,14 @@ from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
-from perfsuite.harness.clock import StepClock as _StepClock
-from perfsuite.harness.clock import clone_batch as _clone
-from perfsuite.harness.clock import mode_depth as _mode_depth
-from perfsuite.harness.clock import on_device as _on_device
-from perfsuite.harness.clock import synchronize as _synchronize
-from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.driver import Driver, Stop, speed_of_light
+from perfsuite.harness.observation import ObservationPlan
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
-from perfsuite.probes.loader import loader_headroom, wait_idle
+from perfsuite.probes.loader import loader_headroom
+
+__all__ = ["RunSpec", "assemble_result", "default_probes", "input_band", "input_efficiency", "run", "speed_of_light"]
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,9 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         from perfsuite.harness.script import drive_script
 
         ran = drive_script(target, spec, probes)
-        return assemble_result(ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, [], ran.plan)
+        return assemble_result(
+            ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan
+        )
     if isinstance(target, Job):  # a user's own training job
         notes: list[str] = []
         if spec.mutate is not None:
@@ -161,154 +161,66 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         if spec.mutate is not None:
             spec.mutate(view)
         job = bind(view.as_job())
-    device = job.device
     batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
-    ctx = RunContext(workload, scale, knobs, str(device), view, job.batch_size, spec.observe_steps, job, batches)
-    dog = Watchdog(spec.watchdog, loader=batches)
-    clock = _StepClock(device)
-    fetch_s: list[float] = []
-    fetch_cpu_s: list[float] = []
-    host_s: list[float] = []
-    step_start_s: list[float] = []
-    epoch_fetch_ms: list[float] = []
-    epoch_fetch_cpu_ms: list[float] = []
-    delivered = 0
-    last_batch: Any = None
-    sol_ms: list[float] = []
-    depth = _mode_depth()
+    ctx = RunContext(workload, scale, knobs, str(job.device), view, job.batch_size, spec.observe_steps, job, batches)
+    first_index = spec.warmup + spec.steps
+    # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow (its
+    # job's own counter is not advanced), so periodic work (log/eval intervals) happens at the window's rate and
+    # every exact count stays as it was. A user's job is stepped through job.step.
+    sol_step = (lambda b, i: view.step(b, first_index + i)) if job.reference else (lambda b, i: job.step(b))
+    source = JobSource(job, ctx, batches, sol_step)
     threads = fit_threads(job, reference=job.reference)
     notes.extend(threads.notes)
-    show = spec.progress or (lambda phase, done, total: None)
-    phase, k, n = "set-up", 0, 0
     with contextlib.ExitStack() as run_scope:
         guard = run_scope.enter_context(interrupts.guarded())
         lease = run_scope.enter_context(workers.lease(job.loader, spec.watchdog.loader_timeout(), job.reference))
         notes += lease.notes
+        driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=batches), check=guard.check)
         try:
-            for probe in probes:
-                probe.setup(ctx)
-            first: Any = None
-            if spec.warmup:
-                # The first batch alone, under the loader timeout: a hung first batch fails in minutes, not at
-                # the warm-up deadline meant for compilation (30 min by default).
-                phase, k, n = "first batch", 0, 1
-                show(phase, 0, 1)
-                with dog.phase("first batch", deadline_s=spec.watchdog.first_batch_deadline()):
-                    first = next(batches)
-            phase, n = "warm-up", spec.warmup
-            with dog.phase("warm-up"):
-                for k in range(spec.warmup):
-                    show(phase, k, n)
-                    guard.check()
-                    t0 = time.perf_counter()
-                    job.step(first if k == 0 else next(batches))
-                    dog.record_step(time.perf_counter() - t0)
-                first = None
-                _synchronize(device)
-            guard.check()
-            epochs_before = batches.epochs
-            try:
-                for probe in probes:
-                    probe.start()
-                if _mode_depth() != depth:
-                    raise PerfsuiteError(
-                        "a probe left a torch function or dispatch mode active in the measured window "
-                        f"(depth {_mode_depth()} vs {depth} before setup); instrument only inside observe()"
-                    )
-                phase, n = "window", spec.steps
-                show(phase, 0, n)  # once before and once after: nothing of perfsuite's runs between the steps
-                with dog.phase("window", steps=spec.steps):  # armed once: nothing per step
-                    start = time.perf_counter()
-                    clock.mark()
-                    for k in range(spec.steps):  # noqa: B007 - k names the step a Ctrl-C lands in
-                        t0 = time.perf_counter()
-                        c0 = time.thread_time()
-                        step_start_s.append(t0)
-                        epochs = batches.epochs
-                        batch = next(batches)
-                        t1 = time.perf_counter()
-                        fetch_cpu_s.append(time.thread_time() - c0)
-                        fetch_s.append(t1 - t0)
-                        if batches.epochs != epochs:
-                            epoch_fetch_ms.append((t1 - t0) * 1e3)
-                            epoch_fetch_cpu_ms.append(fetch_cpu_s[-1] * 1e3)
-                        delivered += batch_samples(batch)
-                        job.step(batch)
-                        clock.mark()
-                        host_s.append(time.perf_counter() - t0)
-                        last_batch = batch
-                    _synchronize(device)
-                    end = time.perf_counter()
-                show(phase, n, n)
-            finally:
-                for probe in probes:
-                    probe.stop()
-            guard.check()  # a Ctrl-C swallowed during the window (in a __del__, an at-fork hook) stops here
-            epochs_started = batches.epochs - epochs_before
-            # After the window, before any probe instruments (a dispatch mode would make a compiled model eager).
-            # A reference pipeline's speed-of-light steps reuse the step indices of the observed steps that follow
-            # (its job's own counter is not advanced), so periodic work (log/eval intervals) happens at the
-            # window's rate and every exact count stays as it was. A user's job is stepped through job.step.
-            phase, k, n = "speed of light", 0, spec.sol_steps
-            show(phase, 0, n)
-            with dog.phase("speed of light", steps=spec.sol_steps + 1):
-                if spec.sol_steps > 0:
-                    wait_idle(batches)  # workers refilling their prefetch slots would take cores from these steps
-                if job.reference:
-                    first_index = spec.warmup + spec.steps
-                    sol_ms = speed_of_light(
-                        lambda b, i: view.step(b, first_index + i), last_batch, device, spec.sol_steps
-                    )
-                else:
-                    sol_ms = speed_of_light(lambda b, i: job.step(b), last_batch, device, spec.sol_steps)
-            guard.check()
-            phase, k, n = "loader ledger", 0, 0
-            with dog.phase("loader ledger"):
-                for probe in probes:
-                    probe.after_window()
-            guard.check()
-            plan = ObservationPlan(spec.observe_steps, period_steps_for(spec.period_steps, job), probes)
-            phase, k, n = "observe", 0, plan.most_steps
-            with dog.phase("observe", steps=plan.most_steps):
-                while (kind := plan.next_kind()) is not None:
-                    show(phase, k, n)
-                    guard.check()
-                    batch = next(batches)
-                    with contextlib.ExitStack() as stack:
-                        for watcher in plan.watchers(kind):
-                            stack.enter_context(watcher)
-                        job.step(batch)
-                    plan.record(kind)
-                    k += 1
-                _synchronize(device)
-            show(phase, n, n)
+            with contextlib.suppress(Stop):
+                while True:  # the Job's loop: each next_batch() is a step boundary (perfsuite.harness.driver)
+                    job.step(driver.next_batch())
         except KeyboardInterrupt as exc:
             guard.delivered()
             if isinstance(exc, RunInterrupted):
                 raise
-            raise RunInterrupted(phase, k + 1 if n else None, n) from None
+            raise RunInterrupted(driver.phase, driver.k + 1 if driver.n else None, driver.n) from None
         finally:
             with interrupts.shielded():  # the workers stop even if Ctrl-C is pressed again meanwhile
+                driver.close()
                 for probe in probes:
                     probe.finish()
                 batches.close()
                 threads.restore()
-    timings = WindowTimings(
-        start_s=start,
-        end_s=end,
-        steps=spec.steps,
-        batch_size=job.batch_size,
-        fetch_s=fetch_s,
-        step_ms=clock.durations_ms(),
-        epochs_started=epochs_started,
-        samples=delivered,
-        host_step_s=host_s,
-        epoch_fetch_ms=epoch_fetch_ms,
-        fetch_cpu_s=fetch_cpu_s,
-        epoch_fetch_cpu_ms=epoch_fetch_cpu_ms,
-        step_start_s=step_start_s,
-    )
-    return assemble_result(job, scale.name, spec, timings, sol_ms, last_batch, probes, notes, plan)
+    rec = driver.recorded()
+    return assemble_result(job, scale.name, spec, rec.timings, rec.sol_ms, rec.last_batch, probes, notes, rec.plan)
+
+
+@dataclass
+class JobSource:
+    """A Job's step boundaries for the driver: its BatchStream, which starts the next epoch itself."""
+
+    job: Any
+    ctx: RunContext
+    batches: Any
+    sol_step: Callable[[Any, int], Any]
+    boundary_before_fetch: bool = True
+
+    @property
+    def epochs(self) -> int:
+        return int(self.batches.epochs)
+
+    def setup(self) -> tuple[Any, RunContext]:
+        return self.job, self.ctx
+
+    def fetch(self) -> Any:
+        return next(self.batches)
+
+    def epoch_start(self) -> tuple[float, float] | None:
+        return None  # the stream makes each epoch's iterator inside fetch(), timed there
+
+    def direct_step(self) -> Callable[[Any, int], Any] | None:
+        return self.sol_step
 
 
 def assemble_result(
@@ -332,12 +244,14 @@ def assemble_result(
     timeline: dict[str, list[float]] = {}
     probe_samples: dict[str, list[float]] = {}
     probe_notes: list[str] = []
+    environment: dict[str, Any] = {}
     for probe in probes:
         for metric in probe.metrics(timings):
             metrics[metric.name] = metric
         timeline.update(probe.timeline())
         probe_samples.update(probe.samples())
         probe_notes += probe.notes()
+        environment.update(probe.environment())
     if "loader_capacity_samples_per_s" in metrics:
         metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     if plan.skipped:
@@ -370,6 +284,7 @@ def assemble_result(
         warmup=spec.warmup,
         notes=tuple(dict.fromkeys([*notes, *job.notes, *probe_notes])),
         timeline=timeline,
+        environment=environment,
     )
 
 
@@ -431,34 +346,6 @@ def input_band(wait_frac: float) -> str:
         if wait_frac < limit or limit == float("inf"):
             return name
     return INPUT_BANDS[-1][1]
-
-
-def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:
-    """Per-step times (ms) of the step fed one batch kept on the device, with no loader: DALI's fixed-batch test.
-
-    ``step(batch, k)`` is the step the window times (the job's step; for a
-    reference pipeline its ``step(batch, index)`` at the observed steps'
-    indices), called on a copy of the window's last batch moved to the
-    device once (on a CPU run the copy stays in host memory: there is no
-    device to keep it on). One untimed step first; each timed step gets a
-    fresh device-side copy made before its clock starts. Timed like the
-    window: CUDA events on a GPU, the host clock on a CPU.
-    """
-    if steps <= 0 or batch is None:
-        return []
-    resident = _on_device(batch, device)
-    step(_clone(resident), 0)
-    _synchronize(device)
-    starts, ends = _StepClock(device), _StepClock(device)
-    for k in range(steps):
-        fresh = _clone(resident)
-        starts.mark()
-        step(fresh, k)
-        ends.mark()
-    _synchronize(device)
-    if starts.cuda:
-        return [a.elapsed_time(b) for a, b in zip(starts._events, ends._events)]
-    return [(b - a) * 1e3 for a, b in zip(starts._host, ends._host)]
 
 
 # How far the speed of light's median step may run slower than the window's mean step work before the efficiency

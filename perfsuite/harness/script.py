@@ -7,21 +7,21 @@ loader's iterator out wrapped (the loader the script iterates first, or the
 one ``Script(loader=...)`` names; every other loader is left alone). Each batch
 that iterator yields is a step boundary: the step is everything the script does
 from one batch to the next (forward, backward, logging, the evaluation at an
-epoch's end). From those boundaries the same phases as any run are driven:
+epoch's end). The script's loop thus calls the run's one driver
+(:mod:`perfsuite.harness.driver`) at each boundary, as a Job's loop does: the
+same phases (warm-up, window, speed of light served through the script's loop as
+copies of one cached batch, the probes' after-window work such as the loader
+ledger's replay, period scan, observed steps), the same probes, the same stream.
+What is a script's own is here:
 
-1. at the first batch, the script's model, optimizer, GradScaler and loss
-   module are found among the objects its frames hold (no argument names
-   them), and the probes are set up;
-2. warm-up, then the measured window (the runner's clock and passive samplers
-   only: no mode, no hook), counted in batches;
-3. the speed of light: the same loop fed one cached batch, kept on the device
-   (the loader is not advanced);
-4. the period scan and the observed steps (:mod:`perfsuite.harness.observation`),
-   with every probe's instrumentation around each step; the loader's own fetch
-   runs with the probes' modes suspended, so it is never counted as the step's;
-5. then the script is stopped: the wrapped iterator raises an exception derived
-   from BaseException, so the script's ``finally`` blocks run, its ``except
-   Exception`` handlers do not swallow it, and its DataLoader workers shut down.
+1. which DataLoader is the training one (``DataLoader.__iter__`` is hooked on
+   the class while the script runs);
+2. at the first batch, the script's model, optimizer, GradScaler and loss
+   module found among the objects its frames hold (no argument names them);
+3. stopping the script once the run has its steps: the wrapped iterator raises
+   :class:`perfsuite.harness.driver.Stop` (derived from BaseException), so the
+   script's ``finally`` blocks run, its ``except Exception`` handlers do not
+   swallow it, and its DataLoader workers shut down.
 
 A batch request that ends an epoch (StopIteration) is not a boundary: the step
 goes on through what the script does between epochs, up to the next batch.
@@ -40,8 +40,6 @@ import runpy
 import sys
 import time
 import traceback
-import types
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,53 +47,14 @@ from typing import Any
 
 from perfsuite.core.knobs import Knobs
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
-from perfsuite.harness.batches import batch_samples
-from perfsuite.harness.clock import StepClock as _StepClock
-from perfsuite.harness.clock import clone_batch as _clone
-from perfsuite.harness.clock import mode_depth as _mode_depth
-from perfsuite.harness.clock import on_device as _on_device
-from perfsuite.harness.clock import paired_ms
-from perfsuite.harness.clock import synchronize as _synchronize
-from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
+from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
+from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog
-from perfsuite.jobs.script import LoaderChoice, Script
-from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
+from perfsuite.jobs.script import EXEC_NOTE, LoaderChoice, Script
+from perfsuite.probes.base import Probe, RunContext
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-_SEARCH_DEPTH = 3  # attribute levels searched below the script's frames (self.model, trainer.optimizer, ...)
-_BIG = 2000  # containers larger than this are not searched (a list of file paths, a dataset's items)
-
-
-class _Stop(BaseException):
-    """Raised from the training loader's iterator once the run has its steps: it ends the script."""
-
-
-_FETCH = object()  # a boundary that takes the next batch from the loader (not a speed-of-light copy)
-
-
-@dataclass
-class Found:
-    """What the script's frames hold: the objects the probes hook (see :func:`find_objects`)."""
-
-    model: Any = None
-    optimizer: Any = None
-    scaler: Any = None
-    criterion: Any = None
-    losses: list[Any] = field(default_factory=list)
-
-    def describe(self) -> str:
-        def name(obj: Any) -> str:
-            if obj is None:
-                return "none found"
-            inner = getattr(obj, "_orig_mod", None)  # torch.compile's OptimizedModule
-            return f"{type(inner).__name__} (compiled)" if inner is not None else type(obj).__name__
-
-        loss = name(self.criterion)
-        if self.criterion is None and len(self.losses) > 1:
-            loss = f"one of {', '.join(type(m).__name__ for m in self.losses)} (name it with --criterion)"
-        return (
-            f"model {name(self.model)}, optimizer {name(self.optimizer)}, loss {loss}, GradScaler {name(self.scaler)}"
-        )
 
 
 def _script_frames(frame: Any) -> list[Any]:
@@ -111,120 +70,17 @@ def _script_frames(frame: Any) -> list[Any]:
     return out
 
 
-def _children(obj: Any) -> list[Any]:
-    """What a search goes through below ``obj``: container items, an instance's attributes, a closure's cells."""
-    import functools
-
-    if isinstance(obj, dict):
-        return list(obj.values()) if len(obj) <= _BIG else []
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return list(obj) if len(obj) <= _BIG else []
-    if isinstance(obj, functools.partial):
-        return [obj.func, *obj.args, *obj.keywords.values()]
-    if isinstance(obj, types.FunctionType):
-        return [cell.cell_contents for cell in obj.__closure__ or () if _filled(cell)]
-    if isinstance(obj, types.MethodType):
-        return [obj.__self__]
-    attrs = getattr(obj, "__dict__", None)
-    return list(attrs.values()) if isinstance(attrs, dict) and len(attrs) <= _BIG else []
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 - an empty cell raises
-    except ValueError:
-        return False
-    return True
-
-
-def find_objects(frames: Sequence[Any], criterion_name: str | None = None) -> Found:
-    """The model, optimizer, GradScaler and loss module among the objects the script's frames hold.
-
-    A breadth-first search from each frame's locals (the script's globals
-    included) down to :data:`_SEARCH_DEPTH` attribute levels, stopping at
-    modules, optimizers and scalers. The model is the outermost module whose
-    parameters the optimizer updates (else the largest); the loss module is a
-    module outside it that updates nothing and is a loss (``torch.nn``'s loss
-    classes, or a class named ``...Loss``), or the one named ``criterion_name``.
-    """
-    import torch
-    from torch import nn
-
-    modules: list[Any] = []
-    optimizers: list[Any] = []
-    scalers: list[Any] = []
-    seen: set[int] = set()
-    queue: deque[tuple[Any, int]] = deque((v, 0) for f in frames for v in list(f.f_locals.values()))
-    skip: tuple[type, ...] = (torch.Tensor, str, bytes, int, float, type, types.ModuleType)
-    skip += (torch.utils.data.DataLoader, torch.utils.data.Dataset)
-    while queue:
-        obj, depth = queue.popleft()
-        if id(obj) in seen or obj is None or isinstance(obj, skip):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, nn.Module):
-            modules.append(obj)
-        elif isinstance(obj, torch.optim.Optimizer):
-            optimizers.append(obj)
-        elif isinstance(obj, torch.amp.GradScaler):
-            scalers.append(obj)
-        elif depth < _SEARCH_DEPTH:
-            queue.extend((child, depth + 1) for child in _children(obj))
-    inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
-    roots = [m for m in modules if id(m) not in inner]
-    trained = {id(p) for opt in optimizers for group in opt.param_groups for p in group["params"]}
-
-    def overlap(m: Any) -> tuple[int, int]:
-        params = list(m.parameters())
-        return sum(id(p) in trained for p in params), len(params)
-
-    with_params = [m for m in roots if any(True for _ in m.parameters())]
-    model = max(with_params, key=overlap) if with_params else None
-    optimizer = None
-    if model is not None and optimizers:
-        mine = {id(p) for p in model.parameters()}
-        optimizer = max(optimizers, key=lambda o: sum(id(p) in mine for g in o.param_groups for p in g["params"]))
-    elif optimizers:
-        optimizer = optimizers[0]
-
-    def is_loss(m: Any) -> bool:
-        if criterion_name is not None:
-            return type(m).__name__ == criterion_name
-        names = [c.__name__ for c in type(m).__mro__]
-        return "_Loss" in names or "loss" in type(m).__name__.lower()
-
-    losses = [m for m in roots if m is not model and overlap(m)[0] == 0 and is_loss(m)]
-    return Found(model, optimizer, scalers[0] if scalers else None, losses[0] if len(losses) == 1 else None, losses)
-
-
-@contextlib.contextmanager
-def _suspended() -> Iterator[None]:
-    """The loader's own fetch inside an observed step: every probe's modes off, and CUDA's sync debug mode
-    (the sync probe's) too, so loading is never counted as the step's work."""
-    import torch
-
-    debug = torch.cuda.get_sync_debug_mode() if torch.cuda.is_available() else 0
-    if debug:
-        torch.cuda.set_sync_debug_mode(0)
-    try:
-        with unobserved():
-            yield
-    finally:
-        if debug:
-            torch.cuda.set_sync_debug_mode(debug)
-
-
 class _Marked:
     """The training loader's iterator, as the script sees it: each batch it yields is a step boundary."""
 
-    def __init__(self, it: Any, driver: _Driver) -> None:
-        self._it, self._driver = it, driver
+    def __init__(self, it: Any, source: _ScriptSource) -> None:
+        self._it, self._source = it, source
 
     def __iter__(self) -> _Marked:
         return self
 
     def __next__(self) -> Any:
-        return self._driver.next_batch(self._it)
+        return self._source.next_batch(self._it)
 
     def __len__(self) -> int:
         return len(self._it)
@@ -233,73 +89,57 @@ class _Marked:
         return getattr(self._it, name)
 
 
-# Phases of a script run, in order.
-SETUP, WARMUP, WINDOW, SOL, AFTER, DONE = "setup", "warm-up", "window", "speed of light", "observe", "done"
+class _ScriptSource:
+    """A script's step boundaries for :class:`perfsuite.harness.driver.Driver`: its training DataLoader.
 
+    Finds the training loader among those the script iterates (``DataLoader.__iter__``, :meth:`wrap`), and at
+    the first boundary the objects the probes hook (:func:`find_objects`). ``_it`` is the iterator the script
+    holds now (the loader probe and the watchdog read its worker processes there).
+    """
 
-class _Driver:
-    """The run's phases, driven from the training loader's batch requests (see the module docstring)."""
+    boundary_before_fetch = False  # a request may end an epoch: the step then goes on (perfsuite.harness.driver)
 
-    def __init__(self, script: Script, spec: Any, probes: list[Probe]) -> None:
-        self.script, self.spec, self.probes = script, spec, probes
+    def __init__(self, script: Script, spec: Any) -> None:
+        self.script, self.spec = script, spec
         self.choice: LoaderChoice = script.choice
         self.loaders: list[Any] = []  # every DataLoader the script iterated, in order (identity)
         self.training: Any = None
-        self.phase = SETUP
-        self.batches = 0  # real batches handed to the script
         self.epochs = 0
+        self._it: Any = None
+        self._made: tuple[float, float] | None = None  # making this epoch's iterator: wall s, CPU s
         self.error: BaseException | None = None  # perfsuite's own failure while the script ran
         self.found = Found()
-        self.job: Any = None
-        self.ctx: RunContext | None = None
-        self.dog = Watchdog(spec.watchdog)
-        self._dog_phase = contextlib.ExitStack()
-        self._iter_s = 0.0  # time to create the current epoch's iterator, added to its first fetch
-        self._new_epoch = False
-        self._last = 0.0  # the previous boundary's time
-        self._depth = _mode_depth()
-        # the window
-        self.clock: _StepClock | None = None
-        self.fetch_s: list[float] = []
-        self.host_s: list[float] = []
-        self.epoch_fetch_ms: list[float] = []
-        self.delivered = 0
-        self.last_batch: Any = None
-        self.start = self.end = 0.0
-        self.epochs_before = 0
-        self.epochs_started = 0
-        # the speed of light
-        self.sol_ms: list[float] = []
-        self._sol_k = 0
-        self._resident: Any = None
-        self._sol_starts: _StepClock | None = None
-        self._sol_ends: _StepClock | None = None
-        # after the window
-        self.plan: ObservationPlan | None = None
-        self._kind: str | None = None
-        self._observing = contextlib.ExitStack()
-        self._pending: str | None = None  # a boundary's clock mark made before its fetch: "begin" or "mark"
+        self.driver: Driver | None = None
+        self._pick: LossPick | None = None  # several candidate loss modules: chosen over the warm-up
+        self._bound: Any = None
+        self._ctx: RunContext | None = None
 
-    # -- the loader hook ----------------------------------------------------------------------------------
+    # -- the loader hook ------------------------------------------------------------------------------------
 
     def wrap(self, loader: Any, make: Any) -> Any:
         """``DataLoader.__iter__`` while the script runs: the training loader's iterator comes back marked."""
+        if self.training is None and self._phase() == SETUP and any(known is loader for known in self.loaders):
+            self.error = _no_chosen_loader(self, loader)  # an epoch has gone by without it: stop the script now
+            raise Stop
         if not any(known is loader for known in self.loaders):
             if self._same_as_training(loader):
                 self.training = loader  # the script builds its loader again (each epoch): still the training one
             else:
                 self.loaders.append(loader)
-                if self.training is None and self.phase == SETUP and self._chosen(loader):
+                if self.training is None and self._phase() == SETUP and self._chosen(loader):
                     self.training = loader
         if loader is not self.training:
             return make()
-        if self.phase == DONE:  # the script caught the stop and iterates again: stop it again, start no workers
+        if self._phase() == DONE:  # the script caught the stop and iterates again: stop it again, start no workers
             return _Marked(iter(()), self)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         it = make()
-        self._iter_s, self._new_epoch = time.perf_counter() - t0, True
+        self._made = (time.perf_counter() - t0, time.thread_time() - c0)
         self.epochs += 1
         return _Marked(it, self)
+
+    def _phase(self) -> str:
+        return self.driver.phase if self.driver is not None else SETUP
 
     def _same_as_training(self, loader: Any) -> bool:
         """A new DataLoader over the training loader's own dataset object: the same training loader, re-built."""
@@ -310,110 +150,45 @@ class _Driver:
         matching = [known for known in self.loaders if self.choice.matches(known)]
         return len(matching) == self.choice.nth and matching[-1] is loader
 
-    # -- one batch request ----------------------------------------------------------------------------------
-
     def next_batch(self, it: Any) -> Any:
-        """The script asks its training loader for a batch: a boundary, if a batch comes (see the module docstring)."""
-        if self.phase == DONE:
-            raise _Stop
-        t_req = time.perf_counter()
+        """The script asks its training loader for a batch: the driver's boundary. perfsuite's own failure ends
+        the script (reported as perfsuite's, not the script's)."""
+        assert self.driver is not None
+        if self.driver.phase == DONE:
+            raise Stop
+        self._it = it
         try:
-            served = self._before_fetch(t_req)
-        except (_Stop, KeyboardInterrupt):
+            return self.driver.next_batch()
+        except (Stop, StopIteration, KeyboardInterrupt):
             raise
-        except BaseException as exc:  # noqa: BLE001 - perfsuite's own failure: end the script, report it as ours
-            self._fail(exc)
-        if served is not _FETCH:
-            return served
-        try:
-            with _suspended() if self._kind is not None else contextlib.nullcontext():
-                batch = next(it)
-        except StopIteration:
-            self._undo()
-            raise
-        fetched = time.perf_counter() - t_req + (self._iter_s if self._new_epoch else 0.0)
-        try:
-            return self._after_fetch(batch, t_req, fetched)
-        except (_Stop, KeyboardInterrupt):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - as above
-            self._fail(exc)
+        except BaseException as exc:  # noqa: BLE001 - perfsuite's own failure (the batch's fetch is the loader's)
+            self.error, self.driver.phase = exc, DONE
+            raise Stop from None
 
-    def _fail(self, exc: BaseException) -> Any:
-        self.error, self.phase = exc, DONE
-        raise _Stop from None
+    # -- the StepSource protocol ------------------------------------------------------------------------------
 
-    def _before_fetch(self, t_req: float) -> Any:
-        """The boundary's work that comes before the fetch: a speed-of-light batch is served from here;
-        clock marks made here for a boundary are dropped again if the request ends an epoch instead."""
-        if self.phase == SETUP:
-            self._setup()
-        if self.phase == WINDOW and self.batches == self.spec.warmup + self.spec.steps:
-            self._end_window(t_req)
-        if self.phase == SOL:
-            served = self._sol_request()
-            if served is not _FETCH:
-                return served
-        assert self.clock is not None
-        if self.phase == WARMUP and self.batches == self.spec.warmup:
-            _synchronize(self.job.device)
-            self.start = time.perf_counter()
-            self.clock.mark()
-            self._pending = "begin"
-        elif self.phase == WINDOW:
-            self.clock.mark()
-            self._pending = "mark"
-        return _FETCH
+    def fetch(self) -> Any:
+        return next(self._it)
 
-    def _undo(self) -> None:
-        """The request ended an epoch instead of giving a batch: no boundary, the step goes on."""
-        if self._pending is not None and self.clock is not None:
-            self.clock.discard_last()
-        self._pending = None
+    def epoch_start(self) -> tuple[float, float] | None:
+        made, self._made = self._made, None
+        return made
 
-    def _after_fetch(self, batch: Any, t_req: float, fetched: float) -> Any:
-        """A boundary: the previous step ended at ``t_req``; ``batch`` starts the next one."""
-        new_epoch, self._new_epoch = self._new_epoch, False
-        pending, self._pending = self._pending, None
-        previous, self._last = self._last, t_req
-        if pending == "begin":
-            self._begin_window()
-            self.epochs_before = self.epochs - (1 if new_epoch else 0)
-        elif pending == "mark":
-            self.host_s.append(t_req - previous)
-        elif self.phase == WARMUP and self.batches > 0:
-            self.dog.record_step(t_req - previous)
-        if self.phase == WINDOW:
-            self.fetch_s.append(fetched)
-            if new_epoch:
-                self.epoch_fetch_ms.append(fetched * 1e3)
-            self.delivered += batch_samples(batch)
-            self.last_batch = batch
-        elif self.phase == AFTER:
-            self._close_step()
-            assert self.plan is not None
-            self._kind = self.plan.next_kind()
-            if self._kind is None:
-                self._finish()
-                raise _Stop
-            for watcher in self.plan.watchers(self._kind):
-                self._observing.enter_context(watcher)
-        self.batches += 1
-        return batch
+    def direct_step(self) -> None:
+        return None  # the step is the script's own loop: the speed of light is served through it
 
-    # -- phases ----------------------------------------------------------------------------------------------
-
-    def _setup(self) -> None:
-        """The first batch: find what the probes hook, bind the job, set the probes up, start the warm-up."""
+    def setup(self) -> tuple[Any, RunContext]:
+        """The first batch: find what the probes hook and bind the job."""
         from perfsuite.jobs.contract import Job, bind
         from perfsuite.jobs.workload import Scale
 
-        frames = _script_frames(sys._getframe(1))
-        self.found = find_objects(frames, self.script.criterion)
+        self.found = find_objects(_script_frames(sys._getframe(1)), self.script.criterion)
         criterion = self.found.criterion
+        if criterion is None and len(self.found.losses) > 1:
+            self._pick = LossPick(self.found, named=self.script.criterion is not None)
         ignore = self.script.ignore_index
-        if ignore is None and isinstance(getattr(criterion, "ignore_index", None), int):
-            ignore = criterion.ignore_index
+        if ignore is None and criterion is not None:
+            ignore = ignore_index_of(criterion)
         job = Job(
             step=_not_called,
             loader=self.training,
@@ -426,26 +201,38 @@ class _Driver:
             flip_pairs=self.script.flip_pairs,
             name=self.script.label,
         )
-        self.job = bind(job)
-        scale = Scale(self.spec.scale, (0, 0), num_samples=0, batch_size=self.job.batch_size)
-        device = str(self.job.device)
-        self.ctx = RunContext(
-            self.job.info,
-            scale,
-            Knobs(device=device),
-            device,
-            self.job,
-            self.job.batch_size,
-            self.spec.observe_steps,
-            self.job,
+        bound: Any = bind(job)
+        bound.knob_sources["aug"] = (
+            "not known: a script's augmentation is its own code (the loader ledger times the Dataset's transform "
+            "apart where the Dataset holds it as .transform)"
         )
-        self.clock = _StepClock(self.job.device)
-        for probe in self.probes:
-            probe.setup(self.ctx)
-        self.phase = WARMUP
-        self._dog_phase.enter_context(self.dog.phase("warm-up"))
+        scale = Scale(self.spec.scale, (0, 0), num_samples=0, batch_size=bound.batch_size)
+        device = str(bound.device)
+        observe = self.spec.observe_steps
+        ctx = RunContext(bound.info, scale, Knobs(device=device), device, bound, bound.batch_size, observe, bound, self)
+        ctx.shared["script"] = self.script  # advice in the script's terms (its flags, its lines), never Job fields
+        self._bound, self._ctx = bound, ctx
+        return bound, ctx
 
-    def _describe_loader(self) -> str:
+    def window_begins(self) -> None:
+        """Before the probes start: the loss module the warm-up showed receiving the labels becomes the job's."""
+        if self._pick is None:
+            return
+        criterion, self._pick = self._pick.choose(), None
+        self._bound.job.criterion = criterion
+        if criterion is not None and self.script.ignore_index is None:
+            self._bound.job.ignore_index = ignore_index_of(criterion)
+            if self._ctx is not None:
+                info: Any = self._ctx.workload  # the job's JobInfo, which the label probe reads
+                info.ignore_index = self._bound.job.ignore_index
+
+    def close(self) -> None:
+        """However the run ended: no loss-module hook left behind."""
+        if self._pick is not None:
+            self._pick.close()
+            self._pick = None
+
+    def describe_loader(self) -> str:
         loader = self.training
         dataset = getattr(loader, "dataset", None)
         others = len(self.loaders) - 1
@@ -455,107 +242,13 @@ class _Driver:
             + (f"; {others} other DataLoader(s) iterated, left alone" if others > 0 else "")
         )
 
-    def _begin_window(self) -> None:
-        self._dog_phase.close()
-        self.phase = WINDOW
-        for probe in self.probes:
-            probe.start()
-        if _mode_depth() != self._depth:
-            raise PerfsuiteError(
-                "a torch function or dispatch mode is active where the measured window starts (the script's own, "
-                "or a probe's); perfsuite measures the window with none"
-            )
-        self._dog_phase.enter_context(self.dog.phase("window", steps=self.spec.steps))
-
-    def _end_window(self, t_req: float) -> None:
-        """The last window step ended: close the window, then the speed of light (or straight to observing)."""
-        assert self.clock is not None
-        self.clock.mark()
-        self.host_s.append(t_req - self._last)
-        _synchronize(self.job.device)
-        self.end = time.perf_counter()
-        self._dog_phase.close()
-        for probe in self.probes:
-            probe.stop()
-        self.epochs_started = self.epochs - self.epochs_before
-        if self.spec.sol_steps > 0 and self.last_batch is not None:
-            self.phase = SOL
-            self._resident = _on_device(self.last_batch, self.job.device)
-            self._sol_starts, self._sol_ends = _StepClock(self.job.device), _StepClock(self.job.device)
-            self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
-        else:
-            self._start_observing()
-
-    def _sol_request(self) -> Any:
-        """A speed-of-light boundary: the loop gets a fresh copy of the cached device batch (one untimed step
-        first, as :func:`perfsuite.harness.runner.speed_of_light`); after the last, observing starts."""
-        assert self._sol_starts is not None and self._sol_ends is not None
-        k, self._sol_k = self._sol_k, self._sol_k + 1
-        if k >= 2:
-            self._sol_ends.mark()
-        if k == 1 or k > self.spec.sol_steps:
-            _synchronize(self.job.device)
-        if k > self.spec.sol_steps:
-            self.sol_ms = paired_ms(self._sol_starts, self._sol_ends)
-            self._dog_phase.close()
-            self._start_observing()
-            return _FETCH
-        fresh = _clone(self._resident)
-        if k >= 1:
-            self._sol_starts.mark()
-        return fresh
-
-    def _start_observing(self) -> None:
-        self.phase = AFTER
-        self.plan = ObservationPlan(
-            self.spec.observe_steps, period_steps_for(self.spec.period_steps, self.job), self.probes
-        )
-        self._dog_phase.enter_context(self.dog.phase("observe", steps=self.plan.most_steps))
-
-    def _close_step(self) -> None:
-        if self._kind is not None:
-            kind, self._kind = self._kind, None
-            self._observing.close()
-            assert self.plan is not None
-            self.plan.record(kind)
-
-    def _finish(self) -> None:
-        _synchronize(self.job.device)
-        self._dog_phase.close()
-        self.phase = DONE
-
-    def close(self) -> None:
-        """However the script ended: leave no mode, hook or deadline behind."""
-        self._kind = None
-        try:
-            self._observing.close()
-        finally:
-            self._dog_phase.close()
-
-    # -- what came of it ----------------------------------------------------------------------------------------
-
-    def timings(self) -> WindowTimings:
-        assert self.clock is not None
-        return WindowTimings(
-            start_s=self.start,
-            end_s=self.end,
-            steps=self.spec.steps,
-            batch_size=self.job.batch_size,
-            fetch_s=self.fetch_s,
-            step_ms=self.clock.durations_ms(),
-            epochs_started=self.epochs_started,
-            samples=self.delivered,
-            host_step_s=self.host_s,
-            epoch_fetch_ms=self.epoch_fetch_ms,
-        )
-
 
 def _not_called(batch: Any) -> Any:
     raise PerfsuiteError("a script's step is its own loop: perfsuite never calls a Job step for it")
 
 
 @contextlib.contextmanager
-def _hooked_loaders(driver: _Driver) -> Iterator[None]:
+def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
     """``DataLoader.__iter__`` routes through the driver while the script runs (the class, not a global hook:
     nothing else in torch sees it, and it is put back however the script ends)."""
     from torch.utils.data import DataLoader
@@ -563,7 +256,7 @@ def _hooked_loaders(driver: _Driver) -> Iterator[None]:
     original = DataLoader.__iter__
 
     def marked_iter(loader: Any) -> Any:
-        return driver.wrap(loader, lambda: original(loader))
+        return source.wrap(loader, lambda: original(loader))
 
     DataLoader.__iter__ = marked_iter  # type: ignore[method-assign]
     try:
@@ -619,14 +312,10 @@ def _run(script: Script) -> None:
 
 
 @dataclass
-class ScriptRun:
-    """What a script's phases recorded, for :func:`perfsuite.harness.runner.assemble_result`."""
+class ScriptRun(Recorded):
+    """What a script's phases recorded, with the Result's notes."""
 
-    job: Any
-    timings: WindowTimings
-    sol_ms: list[float]
-    last_batch: Any
-    plan: ObservationPlan
+    notes: list[str] = field(default_factory=list)
 
 
 def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRun:
@@ -641,13 +330,14 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
         )
     if spec.mutate is not None:
         raise ScriptError(f"mutate= cannot apply to script {script.label!r}: perfsuite runs the script as it is")
-    driver = _Driver(script, spec, list(probes))
+    source = _ScriptSource(script, spec)
+    driver = source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
     failure: BaseException | None = None
     try:
-        with _hooked_loaders(driver), _as_main(script):
+        with _hooked_loaders(source), _as_main(script):
             try:
                 _run(script)
-            except _Stop:
+            except Stop:
                 pass
             except SystemExit as exc:
                 if exc.code not in (None, 0):
@@ -664,31 +354,43 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
                 )
     finally:
         driver.close()
-        if driver.phase != DONE:
-            for probe in probes:
-                with contextlib.suppress(Exception):
-                    probe.stop()
+        source.close()
         for probe in probes:
             probe.finish()
-    if driver.error is not None:
-        raise driver.error
+    if source.error is not None:
+        raise source.error
     timed_out = getattr(driver.dog, "_pending", None)  # off the main thread the deadline lands as an exception
     if isinstance(timed_out, RunTimeout):
         raise timed_out
     if failure is not None:
         raise failure
     if driver.phase != DONE or driver.plan is None:
-        raise _ended_early(script, spec, driver)
-    driver.job.notes.append(
-        f"perfsuite exec {script.command()}: {driver._describe_loader()}; {driver.found.describe()}"
+        raise _ended_early(script, spec, source)
+    ran = driver.recorded()
+    threads = fit_threads(ran.job, reference=False, where="the script")  # notes only: a script keeps its threads
+    found = f"{EXEC_NOTE}{script.command()}: {source.describe_loader()}; {source.found.describe()}"
+    notes = [found, *threads.notes]
+    return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes)
+
+
+def _no_chosen_loader(source: _ScriptSource, again: Any) -> ScriptError:
+    """``--loader 9`` when the script iterates a loader it iterated before, with no 9th seen: its epoch loop has
+    shown every DataLoader it uses, so the run stops here rather than after the script's whole training."""
+    seen = ", ".join(f"{type(ld).__name__} over {type(getattr(ld, 'dataset', None)).__name__}" for ld in source.loaders)
+    number = next(i for i, ld in enumerate(source.loaders, 1) if ld is again)
+    return ScriptError(
+        f"loader={str(source.script.loader)!r} matched none of the DataLoaders {source.script.command()} iterated "
+        f"({seen}) before it iterated DataLoader number {number} again (a new epoch); name one of those by the "
+        "class of its dataset or loader, or by its number"
     )
-    return ScriptRun(driver.job, driver.timings(), driver.sol_ms, driver.last_batch, driver.plan)
 
 
-def _ended_early(script: Script, spec: Any, driver: _Driver) -> ScriptError:
+def _ended_early(script: Script, spec: Any, source: _ScriptSource) -> ScriptError:
     """What to say when the script returned before the run had its steps."""
-    if driver.training is None:
-        if not driver.loaders:
+    driver = source.driver
+    assert driver is not None
+    if source.training is None:
+        if not source.loaders:
             return ScriptError(
                 f"{script.command()} ended without iterating a torch DataLoader, and perfsuite exec marks the steps "
                 "by the training DataLoader's batches. A loop over something else (a generator, a list of tensors, "
@@ -696,7 +398,7 @@ def _ended_early(script: Script, spec: Any, driver: _Driver) -> ScriptError:
                 "wrap the training step in a perfsuite.Job instead (docs/own_job.md)"
             )
         seen = ", ".join(
-            f"{type(ld).__name__} over {type(getattr(ld, 'dataset', None)).__name__}" for ld in driver.loaders
+            f"{type(ld).__name__} over {type(getattr(ld, 'dataset', None)).__name__}" for ld in source.loaders
         )
         return ScriptError(
             f"loader={script.loader!r} matched none of the DataLoaders {script.command()} iterated ({seen}); "
@@ -707,7 +409,7 @@ def _ended_early(script: Script, spec: Any, driver: _Driver) -> ScriptError:
     if plan is None:
         needed += spec.observe_steps
     return ScriptError(
-        f"{script.command()} ended after {driver.batches} training batch(es) ({driver.epochs} epoch(s)), in the "
+        f"{script.command()} ended after {driver.batches} training batch(es) ({source.epochs} epoch(s)), in the "
         f"{driver.phase} phase; this run needs at least {needed} (warm-up {spec.warmup}, window {spec.steps}, then "
         f"the period scan and {spec.observe_steps} observed step(s)) plus {spec.sol_steps + 1} loop iterations fed a "
         "cached batch: give the script more epochs or data (its own arguments), or ask for fewer steps "

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core.user_frames import users_traceback_text
 from perfsuite.errors import RankError, RunTimeout
 from perfsuite.harness.watchdog import WatchdogConfig
 
@@ -269,9 +270,13 @@ class Supervisor:
             return RunTimeout(message, str(e.get("phase") or "?"), float(e.get("deadline_s") or 0.0), stacks=stacks)
         if first is not None:
             k, e = first, errors[first]
+            # The user's own frames, if their code raised; none for perfsuite's errors, whose message says it all.
+            users = users_traceback_text(str(e.get("traceback") or "")).rstrip()
             message = (
-                f"rank {k} failed in {e.get('phase')}: {e['type']}: {e['message']}\n{e.get('traceback', '').rstrip()}"
-                "\nThe other ranks were stopped:\n" + self._others(k, errors)
+                f"rank {k} failed in {e.get('phase')}: {e['type']}: {e['message']}"
+                + (f"\nTraceback (most recent call last):\n{users}" if users else "")
+                + "\nThe other ranks were stopped:\n"
+                + self._others(k, errors)
             )
             return RankError(message, k, stacks)
         died = _died(log)

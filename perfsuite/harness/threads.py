@@ -43,8 +43,11 @@ class ThreadPlan:
             torch.set_num_threads(self.before)
 
 
-def fit_threads(job: Any, reference: bool) -> ThreadPlan:
-    """Set torch's threads for a reference workload; note any run whose threads and workers exceed the cores."""
+def fit_threads(job: Any, reference: bool, where: str = "the job") -> ThreadPlan:
+    """Set torch's threads for a reference workload; note any run whose threads and workers exceed the cores.
+
+    ``where`` names the user's code the advice points at ("the job", or "the script" under perfsuite exec).
+    """
     import torch
 
     from perfsuite.core.cores import usable_cores
@@ -61,10 +64,11 @@ def fit_threads(job: Any, reference: bool) -> ThreadPlan:
     plan = ThreadPlan(before, threads, workers, cores.usable, changed)
     if threads + workers > cores.usable:
         fit = max(1, cores.usable - workers)
+        fewer = ", or use fewer workers" if where == "the job" else ", or give its DataLoader fewer workers"
         advice = (
             f"perfsuite set torch's threads to {threads}; fewer workers than cores would leave the step one"
             if reference
-            else f"call torch.set_num_threads({fit}) in the job" + (", or use fewer workers" if workers else "")
+            else f"call torch.set_num_threads({fit}) in {where}" + (fewer if workers else "")
         )
         plan.notes.append(
             f"{OVERSUBSCRIBED} {threads} intra-op thread(s) in the training process + {workers} loader worker(s) "

@@ -81,6 +81,14 @@ class LoaderChoice:
         return self.name + (f"#{self.nth}" if self.nth > 1 else "")
 
 
+EXEC_NOTE = "perfsuite exec "  # how the Result of a script run begins its note (perfsuite.harness.script)
+
+
+def ran_a_script(result: Any) -> bool:
+    """Whether a Result is a script's run (perfsuite exec or perfsuite.Script): its advice names the script's terms."""
+    return any(str(note).startswith(EXEC_NOTE) for note in getattr(result, "notes", ()))
+
+
 @dataclass(frozen=True)
 class Script:
     """A training script (``["train.py", ARGS...]``) or module (``["-m", "pkg.train", ARGS...]``), run unchanged.

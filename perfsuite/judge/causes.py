@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.jobs.script import ran_a_script
 from perfsuite.judge.sites import describe, short_path, site_changes
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
         if changed:  # what changed since the base, new and gone sites first, rather than head's busiest sites
             return Cause(label, tuple(changed[:3]))
     finder = _FINDERS.get(label, lambda k, r: ())
-    return Cause(label, tuple(dict.fromkeys(finder(knobs, result))))
+    changed = _changed_knobs(base, result, LOADER_KNOBS) if base is not None and spec.probe == "loader" else []
+    return Cause(label, tuple(dict.fromkeys([*changed, *finder(knobs, result)])))
 
 
 def untuned(knobs: Mapping[str, Any], tuned: Mapping[str, Any]) -> list[str]:
@@ -168,6 +170,7 @@ def _slow(knobs: Mapping[str, Any], result: Result) -> list[str]:
 
 _TIME_FAMILIES = frozenset({"slow steps", "data-bound", "GPU underfed"})
 # The loader ledger's metrics (perfsuite doctor's, issue 20), read by name when a Result has them.
+LOADER_KNOBS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "aug")  # a Result's knobs
 LEDGER_METRICS = ("loader_cpu_ms_per_sample", "main_load_ms_per_step", "loader_capacity_samples_per_s")
 # Measured signals of the step itself, compared base -> head when the time moved into the step.
 STEP_SIGNALS = (
@@ -222,7 +225,7 @@ def _moved_loader(base: Result, head: Result) -> list[str]:
         b, h = base.metric(name), head.metric(name)
         if b.available and h.available and b.value != h.value:
             out.append(f"{name} {b.value:.3g} -> {h.value:.3g}")
-    out += _changed_knobs(base, head, ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "aug"))
+    out += _changed_knobs(base, head, LOADER_KNOBS)
     out += _changed_knobs(base, head, ("batch_size", "eval_interval", "cutmix", "mixup"))
     return out or _data_bound(head.knobs, head)
 
@@ -500,7 +503,8 @@ def _shuffling(knobs: Mapping[str, Any], result: Result) -> list[str]:
     out = []
     if d.get("epochs"):
         out.append(f"{d.get('distinct_orders')} distinct order(s) in {d['epochs']} epochs")
-    out.append("call sampler.set_epoch(epoch) before each epoch (Job(epoch_start=sampler.set_epoch))")
+    where = "in the script's loop" if ran_a_script(result) else "(Job(epoch_start=sampler.set_epoch))"
+    out.append(f"call sampler.set_epoch(epoch) before each epoch {where}")
     return out
 
 

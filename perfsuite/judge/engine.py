@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch
+from perfsuite.judge.contention import guard as contention_guard
 from perfsuite.judge.settings import setting_changes
 from perfsuite.judge.tails import compare_tail
 from perfsuite.judge.timing import MIN_BASE_RUNS, compare_between_runs, compare_shares, compare_timing, validate_rule
@@ -62,6 +63,7 @@ def compare_results(
         )
     verdicts = []
     present = set(base.metrics) | set(head.metrics)
+    guard = contention_guard(base, head)  # a wall-clock verdict between contended runs abstains (judge.contention)
     for spec in registry.all_specs():
         if spec.name not in present or not spec.compared or (only is not None and not only(spec)):
             continue
@@ -69,9 +71,10 @@ def compare_results(
         if not b.available and not h.available:
             continue
         if spec.name == "step_ms" and len(base_runs) >= MIN_BASE_RUNS and b.available and h.available:
-            verdicts.append(explain(_judge_between_runs(spec, base_runs, head, test_id, factor, alpha), head, base))
-            continue
-        verdicts.append(explain(judge_metric(spec, base, head, test_id, factor, alpha), head, base))
+            verdict = _judge_between_runs(spec, base_runs, head, test_id, factor, alpha)
+        else:
+            verdict = judge_metric(spec, base, head, test_id, factor, alpha)
+        verdicts.append(explain(guard.apply(spec, verdict), head, base))
     return verdicts + setting_changes(base, head, test_id)  # loader settings, named exactly (judge/settings.py)
 
 
@@ -132,6 +135,12 @@ def judge_metric(
             Outcome.NEW,
             f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
         )
+    if spec.exact and ("libraries" in b.detail or "libraries" in h.detail):
+        from perfsuite.judge.libraries import mismatch
+
+        differs = mismatch(test_id, name, b.detail.get("libraries"), h.detail.get("libraries"), "")
+        if differs is not None:
+            return differs
     if spec.kind == "timing":
         return _judge_samples(spec, base, head, test_id, factor, alpha)
     if spec.kind == "noisy":
@@ -145,6 +154,10 @@ def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric
     from perfsuite.judge.causes import movers
 
     moved = movers(b.detail, h.detail)
+    if spec.family == "loader work":  # perfsuite.probes.loadercount: the callables that changed most, by ratio
+        from perfsuite.judge.loaderwork import moved as work_moved
+
+        moved = work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)
     if outcome is not Outcome.UNCHANGED and moved:
         message += f": {moved}"
     ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)

@@ -11,6 +11,7 @@ included::
     {
       "schema_version": 2, "device": "cpu", "torch": "2.13",
       "tests": {"tests/perf/test_step.py::test_x": {"syncs_per_step": 0, "graph_breaks": null, ...}},
+      "libraries": {"Pillow": "13.0.0", "numpy": "2.4.6", ...},
       "breakdown": {"tests/perf/test_step.py::test_x": {"ops_per_step": {"aten::addmm": 2, ...},
                                                         "h2d_bytes_per_step": {"uint8": 131072}}}
     }
@@ -18,7 +19,10 @@ included::
 ``null`` means "unavailable" (nothing compiled, say): becoming measurable is a
 change too. ``breakdown`` keeps what each count is made of (ops by name, bytes
 by dtype), one entry per line, so a failure names what moved and the file's
-diff shows it in review. Schema 1 files (no breakdown) are still read.
+diff shows it in review. Schema 1 files (no breakdown) are still read. ``libraries`` heads a file
+holding counts that depend on library versions (the loader's counters,
+:mod:`perfsuite.probes.loadercount`): where this run's versions differ, those
+counts are *inconclusive* with the versions named (:mod:`perfsuite.judge.libraries`).
 
 The file is the gate, so it is read strictly (:meth:`ExactBaselines.load`):
 each value must fit its metric's kind in the registry (a count is a finite
@@ -43,6 +47,7 @@ from typing import Any
 from perfsuite.core import metrics as registry
 from perfsuite.core import tmpfiles
 from perfsuite.core.results import Fingerprint, Result
+from perfsuite.core.schema import check_exact_file as check_exact_header
 from perfsuite.errors import BaselineError
 from perfsuite.judge.causes import movers
 from perfsuite.judge.engine import explain
@@ -121,6 +126,9 @@ class ExactBaselines:
         self.tests: dict[str, dict[str, Any]] = {}
         self.breakdown: dict[str, dict[str, dict[str, Any]]] = {}
         self.settings: dict[str, dict[str, Any]] = {}  # loader settings pinned per test (judge/settings.py)
+        # The library versions that counts depending on them were recorded with (the loader's counters).
+        self.libraries: dict[str, Any] | None = None
+        self._recorded: set[str] = set()
         self.loaded = False
         self.changed = False
 
@@ -138,8 +146,12 @@ class ExactBaselines:
 
     def load(self, update: str = UPDATE_HINT) -> None:
         """Read the file if it exists, field by field; a fault is a BaselineError naming the file, test and field."""
+        if self.path.exists() and not self.path.is_file():
+            raise self._error("is a directory or device, not a file", update)
         if not self.path.is_file():
             return
+        if self.path.stat().st_size == 0:
+            raise self._error("is empty (0 bytes): was it written by a run that was stopped?", update)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
         except (OSError, ValueError) as exc:
@@ -153,6 +165,9 @@ class ExactBaselines:
         tests = data.get("tests")
         if not isinstance(tests, dict):
             raise self._error("field 'tests' must map test ids to objects of metric values", update)
+        header = check_exact_header(data, self.key)  # device and torch against the file's name
+        if header:
+            raise self._error(header, update)
         for test_id, values in tests.items():
             if not isinstance(values, dict):
                 raise self._error(f"tests[{test_id!r}] = {values!r:.60} must be an object of metric values", update)
@@ -180,9 +195,15 @@ class ExactBaselines:
                 problem = check_setting(name, value)
                 if problem:
                     raise self._error(f"settings[{test_id!r}][{name!r}] = {value!r:.40} {problem}", update)
+        libraries = data.get("libraries")
+        if libraries is not None and not (
+            isinstance(libraries, dict) and all(isinstance(v, (str, type(None))) for v in libraries.values())
+        ):
+            raise self._error("field 'libraries' must map library names to version strings (or null)", update)
         self.tests = {k: dict(v) for k, v in tests.items()}
         self.breakdown = {k: {m: dict(p) for m, p in v.items()} for k, v in breakdown.items()}
         self.settings = {k: dict(v) for k, v in settings.items()}
+        self.libraries = dict(libraries) if libraries is not None else None
         self.loaded = True
 
     @property
@@ -214,6 +235,7 @@ class ExactBaselines:
                     f"{test_id}: not recording exact values in {self.path}: {name} {problem} (the run measured it so)"
                 )
         values = {k: _tidy(v) if registry.get(k).kind == "exact" else v for k, v in values.items()}
+        self._recorded.add(test_id)
         parts = {m: {k: _tidy(v) for k, v in p.items()} for m, p in (breakdown or {}).items() if p}
         if self.tests.get(test_id) != values or self.breakdown.get(test_id, {}) != parts:
             self.tests[test_id] = values
@@ -229,6 +251,31 @@ class ExactBaselines:
                 self.settings.pop(test_id, None)
             self.changed = True
 
+    def _stamp_libraries(self) -> None:
+        """Head the file with this process's library versions when it holds counts that depend on them.
+
+        Entries not recorded in this session were counted with the versions the file said before: where those
+        differ, their version-dependent values are dropped (the test then asks to be recorded again) rather
+        than kept under a header that no longer describes them.
+        """
+        from perfsuite.probes.loadercount import METRICS, library_versions
+
+        dependent = [t for t, values in self.tests.items() if any(m in values for m in METRICS)]
+        if not dependent:
+            self.libraries = None
+            return
+        now = library_versions()
+        if self.libraries is not None and self.libraries != now:
+            for test_id in dependent:
+                if test_id not in self._recorded:
+                    self.tests[test_id] = {k: v for k, v in self.tests[test_id].items() if k not in METRICS}
+                    parts = {k: v for k, v in self.breakdown.get(test_id, {}).items() if k not in METRICS}
+                    if parts:
+                        self.breakdown[test_id] = parts
+                    else:
+                        self.breakdown.pop(test_id, None)
+        self.libraries = now
+
     def remove(self, test_ids: Iterable[str]) -> list[str]:
         """Drop the entries of tests that no longer exist; the ids removed."""
         gone = [t for t in test_ids if t in self.tests]
@@ -242,7 +289,8 @@ class ExactBaselines:
     def save(self) -> Path:
         """Write atomically (temp file, fsync, replace), sorted, one metric per line for review."""
         device, _, torch = self.key.partition("__torch-")
-        payload = {
+        self._stamp_libraries()
+        payload: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "device": device,
             "torch": torch,
@@ -253,6 +301,8 @@ class ExactBaselines:
         }
         if self.settings:  # loader settings pinned per test, written only once some are
             payload["settings"] = {k: dict(sorted(v.items())) for k, v in sorted(self.settings.items())}
+        if self.libraries is not None:
+            payload["libraries"] = dict(sorted(self.libraries.items()))
         tmpfiles.write_text_atomic(self.path, json.dumps(payload, indent=2, allow_nan=False) + "\n")
         self.changed = False
         return self.path
@@ -348,6 +398,7 @@ def check_exact(
     breakdown: Mapping[str, Mapping[str, Any]] | None = None,
     allow_missing: bool = False,
     settings: Mapping[str, Any] | None = None,
+    libraries: Mapping[str, Any] | None = None,
 ) -> list[Verdict]:
     """Head's exact metrics against the committed expected values: any difference fails, both ways.
 
@@ -365,6 +416,14 @@ def check_exact(
         want, got = expected.get(name, "<absent>"), actual.get(name, "<absent>")
         if want is None and got is None:
             continue
+        head_libraries = head.metric(name).detail.get("libraries") if got not in (None, "<absent>") else None
+        if head_libraries is not None and want not in (None, "<absent>"):
+            from perfsuite.judge.libraries import mismatch
+
+            differs = mismatch(test_id, name, libraries, head_libraries, f" (re-record them: `{update}`)")
+            if differs is not None:
+                verdicts.append(differs)
+                continue
         if got is None:
             reason = head.metric(name).reason
             verdict = Verdict(
@@ -403,6 +462,10 @@ def check_exact(
             message = f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})"
             if outcome is not Outcome.UNCHANGED and name in parts:
                 moved = movers({"by": parts[name]}, head.metric(name).detail)
+                if spec.family == "loader work":  # the callables that changed most, by ratio
+                    from perfsuite.judge.loaderwork import moved as work_moved
+
+                    moved = work_moved(parts[name], head.metric(name).detail.get("by"), spec.unit)
                 message += f": {moved}" if moved else ""
             verdict = Verdict(
                 test_id,

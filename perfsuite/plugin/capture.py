@@ -67,12 +67,16 @@ def capture_test(test_id: str, handle: Callable[[Any, str], Any], args: Sequence
     cap = Capture(handle)
     serial = ["-n", "0"] if importlib.util.find_spec("xdist") is not None else []  # this process runs the test
     import contextlib
+    import io
     import sys
 
     path, profile = list(sys.path), _hypothesis_profile()
+    output = io.StringIO()  # pytest's own lines ("1 passed, 2 warnings"): shown only when the test failed
     try:
-        with contextlib.redirect_stdout(sys.stderr):  # pytest's own lines go to stderr: stdout is the tool's report
+        with contextlib.redirect_stdout(output):
             code = pytest.main([test_id, "-q", "-p", "no:randomly", *serial, *args], plugins=[cap])
+        if int(code) not in (0,) or cap.failures:
+            sys.stderr.write(output.getvalue())
     finally:  # the session loaded a Hypothesis profile and put the tests' folders on sys.path: put them back
         sys.path[:] = path
         if profile is not None:

@@ -626,16 +626,21 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     quiet = (Outcome.PASS, Outcome.UNCHANGED)
     shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
     tr.write_sep("=", "perfsuite")
-    if shown:
-        tr.write_line(report.format_terminal(report.ordered(shown), width=width))
-        tr.write_line("")
+    if shown or perf.results:  # rich tables: coloured verdicts, wrapped reasons, human units (report.terminal)
+        from perfsuite.report.terminal import session_summary
+
+        tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup)))
     if perf.results:
-        tr.write_line(summary.format_people(perf.results, perf.exact_counts, width=width))
         for line in summary.format_notes(perf.results):
             tr.write_line(line)
         note = summary.oversubscription_note(perf.results)
         if note:
             tr.write_line(note)
+        from perfsuite.judge.contention import session_line
+
+        contention = session_line(perf.results)  # how busy the machine was: wall-clock verdicts abstain beyond it
+        if contention:
+            tr.write_line(contention)
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 
@@ -646,6 +651,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))
     tr.write_line(f"perfsuite: {line} ({len(perf.results)} results){tail}")
+    if hidden:  # the labels of the rows not listed (the listed ones have their legend under the table)
+        from perfsuite.report.hints import legend
+
+        listed = {v.outcome.value for v in shown}
+        for text in legend({v.outcome.value for v in perf.verdicts} - listed):
+            tr.write_line(f"perfsuite: {text}")
     s = state.settings
     if perf.interrupted:
         tr.write_line(
@@ -676,9 +687,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
     for note in state.notes:
         tr.write_line(f"perfsuite: note: {note}")
-    for v in perf.verdicts:
-        if v.outcome is Outcome.UNAVAILABLE:
-            tr.write_line(f"unavailable: {v.test_id}: {v.message}")
+    from perfsuite.report.terminal import unavailable_lines
+
+    for line in unavailable_lines(perf.verdicts):  # a CPU run's GPU-only metrics: one line
+        tr.write_line(line)
     for problem in perf.problems:
         tr.write_line(problem, red=True)
     if perf.saved:

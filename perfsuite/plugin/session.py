@@ -216,6 +216,7 @@ class PerfSession:
                 store.expected_breakdown(rec.result_id),
                 s.allow_missing_exact,
                 store.expected_settings(rec.result_id),
+                libraries=store.libraries,
             )
         if store.expected(rec.result_id) is None:
             self.exact_missing.append(rec.result_id)

@@ -187,35 +187,21 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
 def check_output_paths(settings: Settings) -> None:
     """Refuse report paths that cannot be written, at start-up rather than after every test has run.
 
-    A path must not be a directory, and its nearest existing ancestor must be a
-    writable directory (missing directories are created when the report is written).
+    The rule every command applies (perfsuite.core.outputs): not a directory or a device, in a writable
+    directory. The plugin's reports are rewritten by each session and their missing directories are
+    created (as documented for --perfsuite-report-md), so those two are allowed here.
     """
+    from perfsuite.core.outputs import output_problem
+
     for option, path in (
         ("--perfsuite-report-md", settings.report_md),
         ("--perfsuite-report-json", settings.report_json),
         ("--perfsuite-png", settings.png),
     ):
         if path is not None:
-            problem = _unwritable(path)
+            problem = output_problem(path, overwrite=True, parents=True)
             if problem:
                 raise PerfsuiteError(f"{option} {path}: {problem}; write a file path in a directory you can write")
-
-
-def _unwritable(path: Path) -> str | None:
-    import os
-
-    if path.is_dir():
-        return "is a directory"
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        return f"{ancestor} is a file, so no directory can be made there"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return f"{ancestor} is not writable"
-    if path.exists() and not os.access(path, os.W_OK):
-        return "exists and is not writable"
-    return None
 
 
 # The loader knobs --perfsuite-knob may set, and how each value is written.

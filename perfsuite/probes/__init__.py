@@ -3,8 +3,9 @@
 One concern per module: datawait (data_wait_frac), nvml (GPU telemetry),
 syncs (syncs_per_step), compile (graph_breaks, recompiles, compile_s), amp
 (amp_engaged, amp_lowp_frac, grad_scaler_bf16), loader (the loader ledger: CPU time per sample by process
-and by stage, main_load_ms_per_step, capacity), cost (ops_per_step,
-h2d_bytes_per_step, flops_per_step, input_format), memory (peak_mem_mb, peak_rss_mb). Each reports
+and by stage, main_load_ms_per_step, capacity), loadercount (the loader's work per sample, exactly), cost
+(ops_per_step, h2d_bytes_per_step, flops_per_step, input_format), memory (peak_mem_mb, peak_rss_mb), contention
+(CPU pressure, steal, neighbours, run queue into Result.environment; step_cpu_ms). Each reports
 ``Metric.unavailable`` with a reason where it cannot measure, never raises.
 """
 
@@ -20,17 +21,21 @@ def all_probes() -> list[Probe]:
     """A fresh instance of every built-in probe."""
     from perfsuite.probes.amp import AmpProbe
     from perfsuite.probes.compile import CompileProbe
+    from perfsuite.probes.contention import ContentionProbe
     from perfsuite.probes.cost import CostProbe
     from perfsuite.probes.datawait import DataWaitProbe
     from perfsuite.probes.labels import LabelProbe
     from perfsuite.probes.loader import LoaderProbe
+    from perfsuite.probes.loadercount import LoaderCountProbe
     from perfsuite.probes.memory import MemoryProbe
     from perfsuite.probes.nvml import NvmlProbe
     from perfsuite.probes.syncs import SyncProbe
 
     return [
+        ContentionProbe(),  # first: its after_window() closes the speed-of-light interval before the ledger's replay
         DataWaitProbe(),
         LoaderProbe(),
+        LoaderCountProbe(),
         NvmlProbe(),
         SyncProbe(),
         CompileProbe(),

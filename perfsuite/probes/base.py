@@ -79,6 +79,7 @@ class WindowTimings:
     fetch_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time inside next(loader), per step
     epoch_fetch_cpu_ms: list[float] = field(default_factory=list)  # that CPU time, for the fetches that began an epoch
     step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
+    step_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time in job.step, per step
 
     @property
     def wall_s(self) -> float:
@@ -143,6 +144,10 @@ class Probe:
 
     def samples(self) -> dict[str, list[float]]:
         """Raw samples for Result.samples, which timing verdicts judge (read after metrics())."""
+        return {}
+
+    def environment(self) -> dict[str, Any]:
+        """What the machine was doing during the run, for Result.environment (read after metrics())."""
         return {}
 
 

@@ -83,6 +83,19 @@ class LabelProbe(Probe):
         if job is None:
             return None
         j = job.job
+        if self._ctx is not None and "script" in self._ctx.shared:  # perfsuite exec / perfsuite.Script: its terms
+            if j.criterion is None:
+                return (
+                    f"no loss module was found in {j.name!r}, so the targets that reach its loss cannot be seen; "
+                    "compute the loss with an nn.Module such as nn.CrossEntropyLoss, or name one of several with "
+                    "--criterion (perfsuite.Script(criterion=...))"
+                )
+            if j.num_classes is None:
+                return (
+                    "no class count was given, so the targets have no class set to be checked against; pass "
+                    "--num-classes N (perfsuite.Script(num_classes=N))"
+                )
+            return None
         if j.criterion is None:
             return (
                 f"job {j.name!r} has no loss module perfsuite can hook, so it cannot see the targets that reach "

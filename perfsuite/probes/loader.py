@@ -297,6 +297,7 @@ class LoaderProbe(Probe):
             "repeats": rep.repeats,
             "calibration_ms": statistics.median(rep.cal_ms),
             "replay_cpu_s": rep.cpu_s,
+            **({"sampler": rep.sampler} if rep.sampler else {}),
         }
         if rep.h2d_ms:
             detail["h2d_ms_per_batch"] = statistics.median(rep.h2d_ms)

@@ -59,6 +59,7 @@ class Replay:
     h2d_ms: list[float] = field(default_factory=list)  # CUDA only: wall time of the batch's host->device copy
     repeats: int = 1
     cpu_s: float = 0.0  # the replay's own CPU time (what the ledger costs after the window)
+    sampler: str = ""  # where the replay's indices differ from the loader's own sampler, why that is
 
 
 def _qualname(obj: Any) -> str:
@@ -172,10 +173,21 @@ def _isolated(seed: int | None = None) -> Iterator[Callable[[int], None]]:
 
 
 def _copy(dataset: Any) -> Any:
+    """A copy to replay on (the training loader's own Dataset is never touched); why not, where none can be made."""
     try:
         return copy.deepcopy(dataset)
     except Exception:  # noqa: BLE001 - a Dataset holding a file handle or a lock: time a shallow copy instead
-        return copy.copy(dataset)
+        try:
+            return copy.copy(dataset)
+        except Exception as exc:  # noqa: BLE001 - neither copy works: say so, replay nothing
+            return CannotCopy(f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class CannotCopy:
+    """Why a Dataset could not be copied for the replay."""
+
+    why: str
 
 
 def replay_plan(loader: Any, batch_size: int) -> tuple[Any, Callable[..., Any] | None, int] | str:
@@ -185,17 +197,38 @@ def replay_plan(loader: Any, batch_size: int) -> tuple[Any, Callable[..., Any] |
     if not isinstance(loader, DataLoader):
         return f"the loader is a {type(loader).__name__}, not a torch DataLoader: its stages cannot be told apart"
     dataset = loader.dataset
+    name = type(dataset).__name__
     if isinstance(dataset, IterableDataset):
-        return "an IterableDataset has no indices to replay its samples by"
+        return (
+            f"stages __getitem__ and collate_fn not replayed: {name} is an IterableDataset, which has no indices to "
+            "replay the same samples by in every run"
+        )
     try:
         n = len(dataset)  # type: ignore[arg-type]
     except TypeError:
-        return f"{type(dataset).__name__} has no len(): its samples cannot be replayed by index"
+        return f"stage __getitem__ not replayed: {name} has no len(), so its samples cannot be replayed by index"
     if n == 0:
-        return f"{type(dataset).__name__} is empty"
+        return f"{name} is empty"
     per_batch = loader.batch_size if loader.batch_size is not None else (batch_size or 1)
     collate = loader.collate_fn if (loader.batch_size is not None or loader.batch_sampler is not None) else None
     return dataset, collate, int(per_batch)
+
+
+def _sampler_note(loader: Any) -> str:
+    """A sampler of the user's own (it may hold state: an epoch, a position, buckets) is not replayed: say so."""
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    own = [
+        type(s).__name__
+        for s in (getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None))
+        if s is not None and not isinstance(s, (RandomSampler, SequentialSampler, BatchSampler))
+    ]
+    if not own:
+        return ""
+    return (
+        f"the loader's {' and '.join(own)} was not replayed (it may hold state: an epoch, a position): the stages "
+        "ran on a fixed permutation of the Dataset's indices, in batches of the loader's size, the same in every run"
+    )
 
 
 def replay(
@@ -221,6 +254,11 @@ def replay(
     cuda = device is not None and str(device).startswith("cuda")
     pin = bool(getattr(loader, "pin_memory", False)) and cuda
     clone = _copy(dataset)
+    if isinstance(clone, CannotCopy):
+        return (
+            f"stage __getitem__ not replayed: {type(dataset).__name__} could not be copied ({clone.why}), and the "
+            "replay runs on a copy only, never on the training loader's own Dataset"
+        )
     transform_ns = [0]
     timed = []
     for attr in TRANSFORM_ATTRS:
@@ -231,7 +269,7 @@ def replay(
                 timed.append(attr)
             except (AttributeError, TypeError):  # a read-only property: leave it inside __getitem__
                 continue
-    out = Replay(per_batch, repeats=repeats)
+    out = Replay(per_batch, repeats=repeats, sampler=_sampler_note(loader))
     out.code["__getitem__"] = f"{_qualname(type(dataset))}.__getitem__"
     if timed:
         out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in timed)

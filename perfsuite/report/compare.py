@@ -12,6 +12,7 @@ from pathlib import Path
 
 from perfsuite.core.results import Result, read_json_file
 from perfsuite.errors import PerfsuiteError, ResultError
+from perfsuite.jobs.script import ran_a_script
 from perfsuite.judge.baselines import parse_baseline
 from perfsuite.judge.engine import compare_results
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict
@@ -42,12 +43,15 @@ def load_side(path: Path, notes: list[str] | None = None) -> dict[str, Result]:
     ``baselines/exact/``, a tool's own file) is skipped with a note in ``notes``; a Result or baseline
     that cannot be read is an error naming the file.
     """
+    from perfsuite.core.schema import input_problem
+
     path = Path(path)
+    problem = input_problem(path, directory_ok=True)  # /dev/null, an empty file and a missing path each say so
+    if problem:
+        raise PerfsuiteError(f"{path} {problem}; pass a Result JSON file or a baselines directory")
     if path.is_file():
         test_id, result = load_file(path)
         return {test_id: result}
-    if not path.is_dir():
-        raise PerfsuiteError(f"{path} does not exist; pass a Result JSON file or a baselines directory")
     found: dict[str, tuple[Path, Result]] = {}
     for file in sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")):
         data = read_json_file(file, "file")
@@ -108,5 +112,23 @@ def judge_paths(
     bases, heads = load_side(base, notes), load_side(head, notes)
     if head.is_file():  # two files: the user paired them, whatever their test ids
         (_, b), (test_id, h) = next(iter(bases.items())), next(iter(heads.items()))
+        if test_id == head.stem and ran_a_script(h):  # a bare Result of perfsuite exec: named by its command
+            test_id = h.workload
+        if notes is not None:
+            notes += contention_notes({test_id: b}, {test_id: h})
         return compare_results(b, h, test_id, factor=factor, alpha=alpha, force=force), heads
+    if notes is not None:
+        notes += contention_notes(bases, heads)
     return compare_sides(bases, heads, factor, alpha, force), heads
+
+
+def contention_notes(bases: dict[str, Result], heads: dict[str, Result]) -> list[str]:
+    """Per test compared, both runs' contention (perfsuite.judge.contention), where either side recorded it."""
+    from perfsuite.judge.contention import load_of
+
+    out = []
+    for test_id in sorted(set(bases) & set(heads)):
+        b, h = load_of(bases[test_id]), load_of(heads[test_id])
+        if b.foreign is not None or h.foreign is not None:
+            out.append(f"{test_id}: contention: head run: {h.describe()}; base: {b.describe()}")
+    return out

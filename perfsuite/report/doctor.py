@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core.units import sig
+
 BAR = 24
 
 
@@ -19,8 +21,9 @@ def _bar(share: float) -> str:
     return "#" * n
 
 
-def _fmt(x: Any, spec: str = ".3g") -> str:
-    return "-" if x is None else format(x, spec)
+def _fmt(x: Any, spec: str = "") -> str:
+    """Three significant digits, never an exponent (2690, not 2.69e+03): perfsuite.core.units.sig."""
+    return "-" if x is None else sig(float(x))
 
 
 def _wait_line(wait: Mapping[str, Any]) -> str:
@@ -35,14 +38,14 @@ def _ledger_lines(ledger: Mapping[str, Any]) -> list[str]:
     if not ledger:
         return []
     step = ledger["step_ms"]
-    lines = [f"per-step time ledger (ms per step; the parts add up to the window's mean step of {step:.3g} ms)"]
+    lines = [f"per-step time ledger (ms per step; the parts add up to the window's mean step of {sig(step)} ms)"]
     sites = ledger.get("sync_sites") or {}
     for name, ms in ledger["parts"].items():
         share = ledger["shares"].get(name, 0.0)
         extra = ""
         if name == "host syncs" and ledger.get("syncs_per_step"):
             extra = f"  {ledger['syncs_per_step']:g}/step: " + ", ".join(list(sites)[:2])
-        lines.append(f"  {name:<20}{ms:>10.3g} {share:>6.0%}  {_bar(max(0.0, share)):<{BAR}}{extra}".rstrip())
+        lines.append(f"  {name:<20}{sig(ms):>10} {share:>6.0%}  {_bar(max(0.0, share)):<{BAR}}{extra}".rstrip())
     lines += [f"  note: {n}" for n in ledger.get("notes", [])]
     return lines
 
@@ -54,10 +57,10 @@ def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
         return [f"loader stages: unavailable ({stages.get('reason')})"]
     head = (
         f"loader: CPU ms per sample by stage, num_workers={stages.get('num_workers')}, capacity "
-        f"{_fmt(stages.get('capacity_samples_per_s'), '.4g')} samples/s from the stages"
+        f"{_fmt(stages.get('capacity_samples_per_s'))} samples/s from the stages"
     )
     if stages.get("capacity_after_overhead"):
-        head += f", {stages['capacity_after_overhead']:.4g} after the worker processes' overhead"
+        head += f", {sig(stages['capacity_after_overhead'])} after the worker processes' overhead"
     if stages.get("headroom") is not None:
         head += f", headroom x{stages['headroom']:.2f} against {stages.get('demand')}"
     elif stages.get("headroom_reason"):
@@ -65,10 +68,10 @@ def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
     lines = [head]
     for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
         share = stages["shares"].get(name, 0.0)
-        lines.append(f"  {name:<20}{ms:>10.3g} {share:>6.0%}  {stages['code'].get(name, '')}")
+        lines.append(f"  {name:<20}{sig(ms):>10} {share:>6.0%}  {stages['code'].get(name, '')}")
     if stages.get("main_load_ms_per_step") is not None:
         lines.append(
-            f"  the training process spends {stages['main_load_ms_per_step']:.3g} ms of CPU per step in next(loader)"
+            f"  the training process spends {sig(stages['main_load_ms_per_step'])} ms of CPU per step in next(loader)"
         )
     return lines
 
@@ -100,7 +103,10 @@ def format_terminal(diag: Mapping[str, Any]) -> str:
         "",
         *_finding_lines(diag.get("findings", [])),
     ]
+    if diag.get("counterfactuals_reason"):
+        lines.append(f"counterfactuals: none run ({diag['counterfactuals_reason']})")
     lines += [f"note: {n}" for n in diag.get("notes", [])]
+    lines += [diag["contention"]] if diag.get("contention") else []  # perfsuite.judge.contention.session_line
     return "\n".join(lines)
 
 
@@ -117,17 +123,16 @@ def format_markdown(diags: Sequence[Mapping[str, Any]]) -> str:
         if ledger:
             out += ["| part of the step | ms/step | share |", "|---|---:|---:|"]
             for name, ms in ledger["parts"].items():
-                out.append(f"| {name} | {ms:.3g} | {ledger['shares'].get(name, 0.0):.0%} |")
-            out.append(f"| **step** | {ledger['step_ms']:.3g} | 100% |")
+                out.append(f"| {name} | {sig(ms)} | {ledger['shares'].get(name, 0.0):.0%} |")
+            out.append(f"| **step** | {sig(ledger['step_ms'])} | 100% |")
             out.append("")
         out += [_md(_wait_line(d.get("wait", {}))), ""]
         stages = d.get("stages") or {}
         if stages.get("available"):
             out += ["| loader stage | CPU ms/sample | share | code |", "|---|---:|---:|---|"]
             for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
-                out.append(
-                    f"| {name} | {ms:.3g} | {stages['shares'].get(name, 0):.0%} | {_md(stages['code'].get(name, ''))} |"
-                )
+                code = _md(stages["code"].get(name, ""))
+                out.append(f"| {name} | {sig(ms)} | {stages['shares'].get(name, 0):.0%} | {code} |")
             out.append("")
         for i, f in enumerate(d.get("findings", []), 1):
             out.append(f"{i}. **{_md(f['title'])}**: {_md(f['evidence'])}. Fix: `{_md(f['fix'])}`.")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from perfsuite.core.results import Result
 from perfsuite.judge.verdict import Outcome, Verdict, format_value
+from perfsuite.report.hints import what_would_decide
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
 # Markdown order: what needs a look first.
@@ -116,6 +117,8 @@ def format_markdown(verdicts: Sequence[Verdict], partial: str | None = None, pro
         cells[0] = f"`{cells[0]}`"
         if v.failed or v.outcome in (Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE):
             note = v.message + (f" — {v.cause}" if v.cause else "")
+            hint = what_would_decide(v)
+            note += f" <br>{hint}" if hint else ""
             cells[5] = f"**{cells[5]}** <br>{note}" if v.failed else f"{cells[5]} <br>{note}"
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if problems:
@@ -195,9 +198,13 @@ def write_png(verdicts: Sequence[Verdict], path: Path | str, results: Mapping[st
         tax.set_title("NVML timeline", fontsize=9)
         tax.legend(fontsize=7)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, format="png", dpi=100)
-    return out
+    import io
+
+    from perfsuite.core.tmpfiles import write_bytes_atomic
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    return write_bytes_atomic(Path(path), png.getvalue())  # a full disk leaves no half a PNG
 
 
 # --------------------------------------------------------------------------- the summary for people

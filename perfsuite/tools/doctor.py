@@ -35,6 +35,7 @@ from typing import Any
 from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.runner import INPUT_BANDS, RunSpec, input_band
+from perfsuite.judge.contention import session_line as contention_line
 
 DEFAULT_ROUNDS = 3
 CONFIDENCE = 0.95
@@ -204,6 +205,8 @@ class Diagnosis:
     findings: list[dict[str, Any]] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    counterfactuals: list[dict[str, Any]] = field(default_factory=list)  # a script's (perfsuite.tools.doctor_script)
+    counterfactuals_reason: str = ""
 
     @property
     def bottleneck(self) -> str:
@@ -228,6 +231,9 @@ class Diagnosis:
             "observed": self.observed,
             "timeline": _timeline(last, self.observed) if last else {},
             "notes": self.notes,
+            "contention": contention_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),  # or None
+            "counterfactuals": self.counterfactuals,
+            "counterfactuals_reason": self.counterfactuals_reason,
         }
 
 

@@ -3,7 +3,9 @@ against head exits 1 naming the loader stage, for a collate_fn costing 5 ms per 
 decodes images with 4x the pixels before its transform resizes them (issue 20's "done when").
 
 Wall-clock rules did not catch either on this machine (data wait 0.44 -> 0.49, step time x1.16 inconclusive);
-the loader ledger judges CPU time per sample, replayed on the same indices in both runs.
+the loader ledger judges CPU time per sample, replayed on the same indices in both runs, and the exact loader
+counters (perfsuite.probes.loadercount) count the work that changed: the collate's calls, the decoded pixels.
+Two unchanged runs exit 0 (issue 33's "done when").
 """
 
 from __future__ import annotations
@@ -50,7 +52,12 @@ def runs(tmp_path_factory):
             path.write_text(run(RunSpec(job, steps=20, warmup=3, observe_steps=1)).to_json(), encoding="utf-8")
             return path
 
-        yield {"base": result(small), "collate": result(small, slow_collate), "decode": result(large)}
+        yield {
+            "base": result(small),
+            "same": result(small),
+            "collate": result(small, slow_collate),
+            "decode": result(large),
+        }
     finally:
         sys.path.remove(str(EXAMPLE))
         sys.modules.pop("perf_jobs", None)
@@ -64,3 +71,22 @@ def test_compare_exits_1_naming_the_loader_stage(runs, head, stage, capsys) -> N
     assert "**regressed**" in row and "loader cost" in row, row
     moved = row.split("by stage: ", 1)[1]
     assert moved.startswith(stage) or f", {stage} " in moved, row
+
+
+@pytest.mark.parametrize(
+    "head,stage,counter",
+    [
+        ("collate", "collate_fn", "loader_calls_per_sample"),
+        ("decode", "__getitem__", "loader_decoded_pixels_per_sample"),
+    ],
+)
+def test_an_exact_loader_counter_is_among_the_reasons_naming_the_stage(runs, head, stage, counter, capsys) -> None:
+    assert main(["compare", str(runs["base"]), str(runs[head])]) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if f"| {counter} |" in line)
+    assert "**regressed**" in row and (f"{stage}:" in row or f"{stage} " in row), row
+
+
+def test_two_unchanged_runs_exit_0(runs, capsys) -> None:
+    code = main(["compare", str(runs["base"]), str(runs["same"])])
+    assert code == 0, capsys.readouterr().out

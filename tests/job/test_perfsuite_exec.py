@@ -73,7 +73,8 @@ def test_exec_runs_the_guides_train_py_unchanged_with_its_sync_at_its_own_line(f
     assert main([*argv, "--", *command]) == 0
     result = perfsuite.Result.from_json(out.read_text())
     assert sites(result) == [("Tensor.item", f"train.py:{line_of(FACES / 'train.py', 'loss.item()')}", 1.0, None)]
-    assert result.workload == "train" and result.steps == 4 and result.batch_size == 4
+    assert result.workload == " ".join(command)  # named by the command that was run
+    assert result.steps == 4 and result.batch_size == 4
     assert result.metric("samples_per_s").detail["samples"] == 4 * 4  # the window's own batches
     assert result.knobs["num_workers"] == 0 and result.knob_sources["num_workers"] == "set by the user's code"
     # Found by looking, not told: the model's input format, the loss module's targets.

@@ -173,3 +173,15 @@ def test_the_suggested_test_is_python_that_pins_the_tuned_knobs() -> None:
     ast.parse(source)
     assert source.startswith("def test_planted_tuned(perf_run):")
     assert 'perf_run("planted", num_workers=2, prefetch_factor=None' in source
+
+
+def test_a_round_is_expected_to_take_four_of_the_longest_recent_runs() -> None:
+    """The budget check (no round starts whose expected end passes --budget) uses the measured runs' longest of
+    the last two rounds, not their mean: before, a mean-sized estimate let a slow round end past the budget."""
+    from types import SimpleNamespace
+
+    from perfsuite.tools.tune.search import Search
+
+    runs = SimpleNamespace(run_seconds=[30.0] + [5.0, 5.0, 12.0, 5.0, 5.0, 5.0, 5.0, 5.0])
+    assert Search._round_s(runs) == 4 * 12.0  # type: ignore[arg-type]  # the 30 s run is older than two rounds
+    assert Search._round_s(SimpleNamespace(run_seconds=[])) == 0.0  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from perfsuite.cli.main import main
     ("args", "message"),
     [
         (["no_such_workload"], "unknown workload 'no_such_workload'"),
-        (["face_parsing", "--delta", "2"], "--delta must lie in (0, 1)"),
+        (["face_parsing", "--delta", "2"], "--delta 2.0: write a number in (0, 1)"),
         (["face_parsing", "--batch-margin", "1.5"], "--batch-margin 1.5"),
         (["face_parsing", "--max-workers", "0"], "--max-workers 0"),
         (["face_parsing", "--knobs", "num_workers,amp"], "cannot search amp"),
@@ -22,6 +22,7 @@ from perfsuite.cli.main import main
 )
 def test_bad_input_exits_2_saying_what_to_write(args, message, capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")  # tune edits an existing pyproject.toml, never creates one
     assert main(["tune", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
@@ -31,5 +32,6 @@ def test_bad_input_exits_2_saying_what_to_write(args, message, capsys, tmp_path,
 def test_a_test_id_that_runs_no_perf_test_exits_2(capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text("")  # tune edits an existing pyproject.toml, never creates one
     assert main(["tune", "test_plain.py::test_plain"]) == 2
     assert "ran, but saved no perf result" in capsys.readouterr().err

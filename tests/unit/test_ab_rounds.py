@@ -107,3 +107,29 @@ def test_the_per_run_statistic_is_the_fastest_step_per_sample_unless_told():
     assert ab.per_run_values(result, "median").value == 3.0
     assert ab.per_run_values(result, "p10").value == (10.0 + 0.4 * 1.0) / 4
     assert ab.per_run_values(result).extras["step_ms_p99"] > 2.0  # the tail stays relative to the median
+
+
+def test_no_round_starts_whose_expected_end_passes_the_budget(repo: Path, monkeypatch):
+    """Rounds of 10 s and 50 s in turn, a budget of 100 s. Before: the mean round (30 s, then 23 s) let rounds 3 and 4
+    start, and the session ended at 120 s. Now after 60 s the longest round measured (50 s) says a third would not
+    fit (it might take as long)."""
+    now = [0.0]
+    calls: list[int] = []
+
+    def fake_run_side(side, worktree, pytest_args, out_dir, python, timeout_s):
+        round_index = len(calls) // 4
+        calls.append(round_index)
+        now[0] += 2.5 if round_index % 2 == 0 else 12.5
+        return ab.SideRun(side, {NOISY: _result(10.0 * random.Random(len(calls)).uniform(0.6, 1.6))}, 0.0, 0)
+
+    monkeypatch.setattr(ab, "run_side", fake_run_side)
+    monkeypatch.setattr(ab, "time", type("Clock", (), {"perf_counter": staticmethod(lambda: now[0])}))
+    session = ab.run_ab(repo, "HEAD~1", "HEAD", ["test_x.py"], max_rounds=20, min_rounds=1, budget_s=100.0)
+    assert session.elapsed_s <= 100.0
+    assert len(session.loop.orders) == 2 and session.elapsed_s == 60.0
+    assert "another round would end at about 110 s" in session.stopped
+
+
+def test_the_budget_check_uses_the_longest_round() -> None:
+    assert ab.budget_overrun(70.0, [10.0, 50.0, 10.0], 100.0)
+    assert not ab.budget_overrun(40.0, [10.0, 50.0], 100.0)

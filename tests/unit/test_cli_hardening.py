@@ -18,7 +18,7 @@ import pytest
 
 from perfsuite.cli import ab
 from perfsuite.cli.main import build_parser, main
-from perfsuite.cli.run import format_figure
+from perfsuite.core.units import metric_value
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 
@@ -48,11 +48,11 @@ def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]
 
 
 def test_counts_print_as_integers() -> None:
-    """Before: FLOP counts printed as 1438009776.000."""
-    assert format_figure("flops_per_step", 1438009776.0) == "1438009776"
-    assert format_figure("ops_per_step", 597.0) == "597"
-    assert format_figure("syncs_per_step", 0.5) == "0.500"  # a per-step average of a periodic read stays a fraction
-    assert format_figure("data_wait_frac", 0.25) == "0.250"
+    """Before: FLOP counts printed as 1438009776.000 (now in human units: tests/unit/test_units.py)."""
+    assert metric_value("flops_per_step", 1438009776.0) == "1.44 GFLOP/step"
+    assert metric_value("ops_per_step", 597.0) == "597 ops/step"
+    assert metric_value("syncs_per_step", 0.5) == "0.5 syncs/step"  # a per-step average of a periodic read
+    assert metric_value("data_wait_frac", 0.25) == "25%"
 
 
 @pytest.mark.parametrize("kind", ["a file", "a file's child", "unreachable"])

@@ -124,7 +124,7 @@ def test_cli_scaling_needs_two_ranks_and_says_so(capsys) -> None:
     from perfsuite.cli.main import main
 
     assert main(["run", "face_parsing", "--scaling-rounds", "3", "--device", "cpu"]) == 2
-    assert "write nproc_per_node=2 or more" in capsys.readouterr().err
+    assert "write --nproc-per-node 2 or more" in capsys.readouterr().err  # the CLI names its flag
 
 
 def test_cli_prints_each_rank(monkeypatch, capsys) -> None:

@@ -44,6 +44,9 @@ class FakeSession:
         if "--index-url" in args and not self.index_reachable:
             raise nox.command.CommandFailed("unreachable")
 
+    def log(self, message: str) -> None:
+        self.calls.append(("log", (message,)))
+
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
@@ -56,18 +59,33 @@ def test_the_cpu_wheel_index_is_used_for_torch(noxfile: Any) -> None:
     session = FakeSession(has_torch=False)
     noxfile.install(session)
     torch_install, perfsuite_install = session.installs()
-    assert torch_install[:3] == ("torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu")
-    assert perfsuite_install == ("-e", ".[dev]")
+    assert torch_install[:4] == ("--quiet", "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu")
+    assert perfsuite_install == ("--quiet", "-e", ".[dev]")
     assert session.calls[0][0] == "run_install"  # the check is part of the install step
 
 
 def test_an_environment_that_has_torch_keeps_it(noxfile: Any) -> None:
     session = FakeSession(has_torch=True)
     noxfile.install(session)
-    assert session.installs() == [("-e", ".[dev]")]
+    assert session.installs() == [("--quiet", "-e", ".[dev]")]
 
 
 def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(noxfile: Any) -> None:
     session = FakeSession(has_torch=False, index_reachable=False)
     noxfile.install(session)
-    assert session.installs()[1] == ("torch==2.13.0",) and "could not be used" in session.warnings[0]
+    assert session.installs()[1] == ("--quiet", "torch==2.13.0") and "could not be used" in session.warnings[0]
+
+
+def test_the_cpu_index_is_configurable_through_an_environment_variable() -> None:
+    """PERFSUITE_TORCH_INDEX (a mirror, a local wheel folder) replaces the PyTorch CPU index (a fresh process:
+    nox registers the sessions once per import)."""
+    import os
+    import subprocess
+
+    code = (
+        f"import importlib.util as u; s = u.spec_from_file_location('nf', {str(NOXFILE)!r}); "
+        "m = u.module_from_spec(s); s.loader.exec_module(m); print(m.CPU_INDEX)"
+    )
+    env = {**os.environ, "PERFSUITE_TORCH_INDEX": "https://mirror.example/whl/cpu"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "https://mirror.example/whl/cpu"

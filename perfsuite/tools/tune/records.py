@@ -42,6 +42,7 @@ class RunRecord:
     error: str | None = None
     oom: bool = False
     seconds: float = 0.0
+    contended: str | None = None  # why the machine was too busy for its wall-clock figures (judge.contention)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +55,7 @@ class RunRecord:
             "peak_rss_mb": self.peak_rss_mb,
             **({"ledger": self.ledger} if self.ledger else {}),
             **({"error": self.error, "oom": self.oom} if self.error else {}),
+            **({"contended": self.contended} if self.contended else {}),
             "seconds": round(self.seconds, 2),
         }
 
@@ -70,6 +72,13 @@ class Trial:
     decision: Decision | None = None
     outcome: str = "running"  # gain | same | worse | undecided | out of memory | failed | interrupted
     note: str = ""
+    contended: int = 0  # runs whose pairs were dropped: the machine was too busy (judge.contention)
+
+    @property
+    def effect_without_gain(self) -> bool:
+        """A step not called a gain whose samples/s interval still excludes 1: measured, not decided."""
+        speed = self.speedup()
+        return not self.gain and speed is not None and (speed[1] > 1.0 or speed[2] < 1.0)
 
     @property
     def gain(self) -> bool:
@@ -133,8 +142,10 @@ class Summary:
     def text(self) -> str:
         if self.median is None:
             return "no successful run"
-        ci = f" [{self.low:.3g}..{self.high:.3g}]" if self.low is not None else ""
-        return f"{self.median:.3g} samples/s{ci} ({self.runs} runs)"
+        from perfsuite.core.units import sig
+
+        ci = f" [{sig(self.low)}..{sig(self.high)}]" if self.low is not None and self.high is not None else ""
+        return f"{sig(self.median)} samples/s{ci} ({self.runs} runs)"
 
 
 def _median(xs: Sequence[float]) -> float | None:

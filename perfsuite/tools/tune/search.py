@@ -93,6 +93,36 @@ class SearchConfig:
             raise TuneError(f"cannot search {', '.join(unknown)}; tune searches {', '.join(LOADER_KNOBS)}")
         if self.max_workers < 1:
             raise TuneError(f"max_workers={self.max_workers}: the worker ladder needs at least 1")
+        pairs, rounds = gain_rounds(self.rule)
+        if self.max_rounds < rounds:
+            raise TuneError(
+                f"--max-rounds {self.max_rounds} cannot decide a gain: the rule (alpha {self.rule.alpha:g}) needs "
+                f"{pairs} pairs, {rounds} rounds of 2; write --max-rounds {rounds} or more"
+            )
+
+
+def gain_rounds(rule: ABRule) -> tuple[int, int]:
+    """(pairs, rounds) the rule needs before it can call a gain: its min_pairs, and the signed-rank test's floor.
+
+    A signed-rank p below alpha needs at least log2(1/alpha) pairs (all of one sign); a round gives 2 pairs.
+    """
+    pairs = max(rule.min_pairs, math.ceil(math.log2(1 / rule.alpha)))
+    return pairs, math.ceil(pairs / 2)
+
+
+def rate_note(d: Any, rule: ABRule) -> str:
+    """What decided a step, in samples/s (the direction its line shows): never a time ratio beside a rate."""
+    if d.ratio is None:
+        return f"{d.reason}; {d.needs}" if d.needs else d.reason
+    figures = f"{d.pairs} pairs"
+    if d.outcome.value == "improved":
+        return f"samples/s higher by more than x{rule.factor:g}, p={d.p_faster:.2g} < {rule.alpha:g} ({figures})"
+    if d.outcome.value == "regressed":
+        return f"samples/s lower by more than x{rule.factor:g}, p={d.p_slower:.2g} < {rule.alpha:g} ({figures})"
+    if d.outcome.value == "same":
+        return f"samples/s within x{1 / rule.margin:.3g}..x{rule.margin:g} ({figures})"
+    more = f"about {d.more_pairs} more pairs would decide it" if d.more_pairs else "more pairs or a smaller factor"
+    return f"undecided after {figures}: {more}"
 
 
 class Interrupted(Exception):
@@ -123,7 +153,12 @@ class Search:
         return time.perf_counter() - self.started
 
     def _round_s(self) -> float:
-        return 4 * (sum(self.run_seconds) / len(self.run_seconds)) if self.run_seconds else 0.0
+        """A round's expected time: four runs as long as the longest of the last two rounds' runs (measured).
+
+        The longest, not the mean, so that no round starts whose end would pass the budget unless a run
+        takes longer than every recent one.
+        """
+        return 4 * max(self.run_seconds[-8:]) if self.run_seconds else 0.0
 
     def _budget_left(self) -> bool:
         return self.elapsed() + self._round_s() <= self.config.budget_s
@@ -149,7 +184,11 @@ class Search:
                 (trial.base_runs if side == "A" else trial.head_runs).append(record)
                 if not record.ok:
                     raise _StepFailed(side, record)
-                values.append(RunValues(1.0 / float(record.samples_per_s)))  # type: ignore[arg-type]
+                if record.contended:  # its pair is dropped, not averaged in; the loop's next round replaces it
+                    trial.contended += 1
+                    values.append(None)
+                else:
+                    values.append(RunValues(1.0 / float(record.samples_per_s)))  # type: ignore[arg-type]
             return {"step": values}
 
         def keep_going(loop: AdaptiveAB) -> bool:
@@ -177,7 +216,12 @@ class Search:
             track = loop.tracks["step"]
             trial.decision = track.decision
             trial.outcome = OUTCOMES[track.decision.outcome]
-            trial.note = track.decision.reason if trial.outcome != "undecided" else track.decision.needs
+            trial.note = rate_note(track.decision, self.config.rule)
+            if trial.contended:
+                trial.note += (
+                    f"; {trial.contended} run(s) ran on a contended machine and their pairs were not counted "
+                    "(perfsuite.judge.contention)"
+                )
         if self.progress:
             self.progress.trial_done(trial)
         if trial.gain:

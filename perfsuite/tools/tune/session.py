@@ -159,8 +159,23 @@ def tune(
         stopped = f"stopped: {exc}; kept the best setting found so far"
     finally:
         progress.close()
+    undecided = [t for t in search.trials if t.effect_without_gain]
+    if stopped.startswith("done") and undecided:  # never "no gain" beside an interval that excludes 1
+        from perfsuite.tools.tune.progress import trial_line
+
+        stopped = (
+            "done: no further step was decided a gain, but "
+            + "; ".join(trial_line(t) for t in undecided)
+            + " measured an effect that its rounds did not decide: more --max-rounds would"
+        )
     runs = search.runs_of(search.current)
     bounds, notes = thresholds_from(runs)
+    busy = [r.contended for r in runs if r.contended]
+    if bounds and busy:  # a threshold from a busy machine is written only with that said
+        notes.append(
+            f"the thresholds come from {len(busy)} of {len(runs)} runs on a contended machine ({busy[0]}): they "
+            "describe a busy machine, looser than a quiet one gives; run tune again on a quiet machine"
+        )
     if load:
         load["end"] = list(os.getloadavg())
     report = TuneReport(

@@ -29,6 +29,7 @@ from perfsuite.core.knobs import Knobs
 from perfsuite.core.pytest_cmd import plugin_args
 from perfsuite.core.results import Result
 from perfsuite.errors import KnobError, PerfsuiteError, RunTimeout
+from perfsuite.judge.contention import contended_run
 from perfsuite.tools.tune.records import LEDGER, RunRecord, setting_of
 
 
@@ -104,6 +105,7 @@ def record_from(result: Result, setting: Mapping[str, Any] | None, seconds: floa
         ledger=ledger,
         demand_samples_per_s=sol.detail.get("sol_samples_per_s") if sol.available else None,
         seconds=seconds,
+        contended=contended_run(result),
     )
 
 

@@ -1,0 +1,101 @@
+"""``perfsuite bisect GOOD BAD --metric NAME (--test ID | -- python train.py ARGS)``: the commit that moved it.
+
+A thin shell over :mod:`perfsuite.tools.history.bisect`: one run per commit for an exact counter, every
+run recorded in the history folder, resumable after Ctrl-C from its state file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perfsuite.core.results import Result
+from perfsuite.errors import PerfsuiteError
+
+HELP = "find the first commit between GOOD and BAD where an exact metric changed (one run per commit)"
+DESCRIPTION = (
+    "Binary search over the first-parent commits after GOOD up to BAD, each measured in a git worktree of its own: "
+    "perfsuite bisect v1.2 HEAD --metric syncs_per_step -- python train.py --epochs 1"
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    # The options go into the remainder and are parsed by _split: argparse cannot take options between two
+    # positionals and a `-- command` (the remainder would be consumed, empty, before them).
+    p.add_argument("good", help="a commit where the metric had its old value")
+    p.add_argument("bad", help="a later commit where it changed")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="OPTIONS (below), then -- python train.py ARGS")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = _options_parser().format_help()
+
+
+def _options_parser() -> argparse.ArgumentParser:
+    from perfsuite.cli.main import OneLineParser
+
+    options = OneLineParser(prog="perfsuite bisect GOOD BAD", usage="%(prog)s OPTIONS [-- COMMAND]", add_help=False)
+    _add_options(options)
+    return options
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric", help="an exact metric (required): syncs_per_step, ops_per_step, h2d_bytes_per_step...")
+    p.add_argument("--test", metavar="ID", help="a perf test's node id to run at each commit (instead of a command)")
+    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="the git clone to bisect")
+    p.add_argument("--history", type=Path, default=Path("perf-history"), metavar="DIR", help="record every run here")
+    p.add_argument("--state", type=Path, metavar="FILE", help="resume file (default: DIR/.bisect-<metric>.json)")
+    p.add_argument("--steps", type=int, default=6, metavar="N", help="exec: measured steps per run (default 6)")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="one run's limit in seconds (900)")
+
+
+def _split(args: argparse.Namespace) -> list[str]:
+    """The command after ``--``; options written after GOOD BAD (argparse hands them over with the command)
+    are parsed into ``args``."""
+    rest = list(args.command)
+    before, command = (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
+    _options_parser().parse_args(before, namespace=args)
+    return command
+
+
+def run(args: argparse.Namespace) -> int:
+    from perfsuite.tools.history.bisect import Measurer, bisect, check_metric
+    from perfsuite.tools.history.store import HistoryStore
+
+    command = _split(args)
+    if not args.metric:
+        raise PerfsuiteError("bisect: name the metric, e.g. --metric syncs_per_step")
+    if bool(command) == bool(args.test):
+        raise PerfsuiteError("bisect: give a command after -- (python train.py ARGS) or --test ID, one of the two")
+    check_metric(args.metric)
+    if args.steps < 1:
+        raise PerfsuiteError(f"--steps {args.steps}: write a number of steps >= 1")
+    repo = args.repo.resolve()
+    state = args.state or args.history / f".bisect-{args.metric}.json"
+    measure = Measurer(
+        repo,
+        command,
+        args.test,
+        exec_args=("--steps", str(args.steps), "--warmup", "2"),
+        timeout_s=args.timeout,
+        run_test=lambda tree, out: _pytest_run(args.test, tree, out, args.timeout),
+    )
+    name = args.test or " ".join(command)
+    found = bisect(repo, args.good, args.bad, args.metric, measure, HistoryStore(args.history), state, name, say=print)
+    if found is None:
+        print(f"{args.metric} is the same at {args.good} and {args.bad}: nothing to bisect")
+        return 1
+    print(f"first changed: {found.describe(args.metric)} ({found.runs} runs for {len(found.candidates)} commits)")
+    return 0
+
+
+def _pytest_run(test: str, tree: Path, out: Path, timeout_s: float) -> Result:
+    """The perf test at one commit, as a side of ``perfsuite ab`` runs it (the worktree first on PYTHONPATH)."""
+    import sys
+
+    from perfsuite.ab.engine import run_side
+
+    side = run_side("bisect", tree, [test], out, sys.executable, timeout_s)
+    if len(side.results) != 1:
+        raise PerfsuiteError(
+            f"pytest {test} gave {len(side.results)} Results (exit {side.returncode}): {side.log_tail[-400:]}"
+        )
+    return next(iter(side.results.values()))

@@ -1,0 +1,60 @@
+"""Hints in the words of the command that was run: ``perfsuite run --deadline-floor``, not the pytest option.
+
+The runner and the watchdog speak pytest's language (``--perfsuite-deadline-floor``), because the
+plugin is where most runs start. ``perfsuite run`` takes the same four watchdog settings as flags
+(:func:`add_watchdog_arguments`), and :func:`for_command` rewrites a message's pytest options into the
+flags of the command that was run, where it has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+# The watchdog's settings the CLI takes, by their name in perfsuite.core.options.
+WATCHDOG_OPTIONS = ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")
+_PYTEST_FLAG = re.compile(r"--perfsuite-([a-z][a-z-]*)")
+
+
+def cli_flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_watchdog_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--loader-timeout``, ``--deadline-warmup``, ``--deadline-floor``, ``--deadline-factor``: the plugin's
+    options of the same names (their help, minimum and defaults)."""
+    from perfsuite.core.options import OPTIONS, _checked
+
+    group = parser.add_argument_group("watchdog: the loader timeout and the phase deadlines (the plugin's options)")
+    for option in OPTIONS:
+        if option.name in WATCHDOG_OPTIONS:
+            group.add_argument(
+                cli_flag(option.name),
+                type=_checked(option),
+                default=None,
+                metavar=option.metavar,
+                help=option.help_text(),
+            )
+
+
+def watchdog_from_args(args: argparse.Namespace, base: Any = None) -> Any:
+    """The WatchdogConfig of the flags given over ``base`` (default: the defaults); a flag left out keeps base's."""
+    import dataclasses
+
+    from perfsuite.harness.watchdog import WatchdogConfig
+
+    given = {name: getattr(args, name, None) for name in WATCHDOG_OPTIONS}
+    fields = {"loader_timeout": "loader_timeout_s", "deadline_warmup": "warmup_s", "deadline_floor": "floor_s"}
+    kwargs = {fields.get(name, "factor"): value for name, value in given.items() if value is not None}
+    return dataclasses.replace(base if base is not None else WatchdogConfig(), **kwargs)
+
+
+def for_command(text: str, args: argparse.Namespace) -> str:
+    """``text`` with each ``--perfsuite-NAME`` the command also takes as ``--NAME`` written that way."""
+
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(1).replace("-", "_")
+        return cli_flag(name) if hasattr(args, name) else match.group(0)
+
+    return _PYTEST_FLAG.sub(swap, text)

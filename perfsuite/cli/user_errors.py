@@ -1,0 +1,128 @@
+"""The user's own errors in the user's terms: which phase of which job raised, then their traceback alone.
+
+A user's step, Dataset or job factory that raises under ``perfsuite run`` or ``perfsuite doctor`` is
+their bug, not perfsuite's: :func:`describe` turns it into one line (``job 'faces' raised ValueError in its
+Dataset (DataLoader worker 0) during the warm-up: ...``) and the traceback from their first frame on, with
+perfsuite's frames left out (and torch's DataLoader plumbing before it). A DataLoader worker killed by a
+signal is one line naming the signal, the worker and the phase it died in. Anything else (a frame of
+the user's appears nowhere) is perfsuite's own bug and keeps its full traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from perfsuite.core.user_frames import PERFSUITE_DIR, is_users_file, users_traceback_text
+
+# The runner's names for its phases, in the words the one line uses.
+PHASES = {
+    "set-up": "while setting up",
+    "first batch": "fetching the first batch",
+    "warm-up": "during the warm-up",
+    "window": "in the measured window",
+    "speed of light": "in the speed-of-light steps",
+    "loader ledger": "in the loader ledger",
+    "observe": "in the observed steps",
+}
+_WORKER_SIGNAL = re.compile(r"DataLoader worker \(pids? ?\(?([\d, ]+)\)?\) is killed by signal: ([^.]+)\.")
+_WORKER_RAISED = re.compile(
+    r"Caught (\w+) in DataLoader worker process (\d+)\.\nOriginal (Traceback[^\n]*\n)(.*)", re.S
+)
+
+
+@dataclass(frozen=True)
+class UserError:
+    """What the CLI prints for an exception raised by the user's code: ``line`` then ``traceback`` (may be '')."""
+
+    line: str
+    traceback: str
+
+
+def describe(exc: BaseException, target: str) -> UserError | None:
+    """The one line and the user's traceback for ``exc`` raised while running ``target``; None if not the user's."""
+    phase, steps = _phase(exc.__traceback__)
+    where = " " + PHASES.get(phase or "", _before_the_run(exc.__traceback__))
+    at = f" ({steps} step(s) done)" if steps else ""
+    text = str(exc)
+    killed = _WORKER_SIGNAL.search(text)
+    if killed:
+        pids, name = killed.group(1).strip(), killed.group(2).strip()
+        return UserError(
+            f"job {target!r}: DataLoader worker (pid {pids}) was killed by signal {_signal_name(name)}{where}{at}; "
+            "its Dataset or collate crashed (native code, or memory); run with --workers 0 to see it fail in "
+            "this process",
+            "",
+        )
+    raised = _WORKER_RAISED.search(text)
+    if raised:
+        kind, worker, head, body = raised.groups()
+        frames = users_traceback_text(body)
+        if not frames:
+            return None
+        last = frames.rstrip("\n").splitlines()[-1]
+        return UserError(
+            f"job {target!r} raised {kind} in its Dataset (DataLoader worker {worker}){where}{at}: "
+            f"{last.split(': ', 1)[-1]}",
+            head + frames,
+        )
+    summary = traceback.extract_tb(exc.__traceback__)
+    first = next((i for i, f in enumerate(summary) if is_users_file(f.filename)), None)
+    if first is None:
+        return None
+    kept = traceback.StackSummary.from_list([f for f in summary[first:] if not f.filename.startswith(PERFSUITE_DIR)])
+    part = _part(summary, first)
+    body = "Traceback (most recent call last):\n" + "".join(kept.format())
+    body += "".join(traceback.format_exception_only(type(exc), exc))
+    first_line = text.splitlines()[0] if text.strip() else "(no message)"
+    return UserError(f"job {target!r} raised {type(exc).__name__} in {part}{where}{at}: {first_line}", body)
+
+
+def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
+    """The runner's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run`."""
+    phase, steps = None, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "run" and code.co_filename.endswith(str(Path("harness", "runner.py"))):
+            local = tb.tb_frame.f_locals
+            phase = local.get("phase") if isinstance(local.get("phase"), str) else None
+            k = local.get("k")
+            steps = k if isinstance(k, int) and k > 0 and phase != "set-up" else None
+        tb = tb.tb_next
+    return phase, steps
+
+
+def _before_the_run(tb: TracebackType | None) -> str:
+    """Where an error outside the runner's phases came from: the job's factory, or a module given to --import."""
+    names = set()
+    while tb is not None:
+        names.add(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    if names & {"call_factory", "resolve", "bind"}:
+        return "while building the job"
+    if "import_modules" in names:
+        return "while importing its module (--import)"
+    return "before the run"
+
+
+def _part(summary: traceback.StackSummary, first: int) -> str:
+    """Which of the user's pieces raised: the Dataset (read in this process), the step, or the job's code."""
+    before = [f.filename.replace("\\", "/") for f in summary[:first]]
+    if any(name.endswith("torch/utils/data/_utils/fetch.py") for name in before):
+        return "its Dataset"
+    names = [f.name for f in summary[:first]]
+    if "step" in names:
+        return "its step"
+    return "its code"
+
+
+def _signal_name(text: str) -> str:
+    """``Segmentation fault`` -> ``SIGSEGV (Segmentation fault)``; an unknown description stays as it is."""
+    for sig in signal.Signals:
+        if signal.strsignal(sig) == text:
+            return f"{sig.name} ({text})"
+    return text

@@ -1,0 +1,465 @@
+"""One driver for every run: the phases, run over step boundaries from a Job's loop or a script's training loader.
+
+A run's phases are the same whoever owns the loop: set-up, warm-up, the
+measured window, the speed of light, the probes' after-window work (the loader
+ledger's replay), the period scan and the observed steps
+(:mod:`perfsuite.harness.observation`). They run at *step boundaries*: each
+time the loop asks for its next batch, it calls :meth:`Driver.next_batch`, which
+does the phase's work at that boundary, fetches the batch from the
+:class:`StepSource` and hands it back (or, in the speed of light, a cached copy;
+after the last observed step it raises :class:`Stop`). Two loops call it:
+
+* a Job's (:func:`perfsuite.harness.runner.run`): ``while True:
+  job.step(driver.next_batch())`` over a :class:`perfsuite.harness.pipeline.BatchStream`;
+* a script's (:mod:`perfsuite.harness.script`): the training DataLoader's
+  iterator, as the script sees it, calls it from the script's own ``for``.
+
+So every probe sees one stream: the window's fetch times and the training
+process's own loading CPU, the loader iterator (its worker processes) in
+``RunContext.batches``, ``after_window`` before any instrumentation. The one
+difference is where a boundary is known: a Job's stream never ends an epoch
+(it starts the next itself), so a boundary is known before its fetch; a
+script's request may end an epoch instead of giving a batch, and then the step
+goes on through what the script does between epochs (an evaluation), so its
+clock mark is taken back and its observed step's instrumentation stays on
+through the fetch, with every probe's modes suspended while the loader runs.
+
+The driver is the only place that synchronises the device, and only at the
+edges of the window and of the speed of light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from perfsuite.errors import PerfsuiteError
+from perfsuite.harness.batches import batch_samples
+from perfsuite.harness.clock import StepClock, clone_batch, mode_depth, on_device, paired_ms, synchronize
+from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.watchdog import Watchdog
+from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
+from perfsuite.probes.loader import wait_idle
+
+# Phases, in order.
+SETUP, WARMUP, WINDOW, SOL, AFTER, DONE = "set-up", "warm-up", "window", "speed of light", "observe", "done"
+
+
+class Stop(BaseException):
+    """Raised at the boundary after the last observed step: the loop ends there (a script's ``except Exception``
+    does not swallow it, its ``finally`` blocks run)."""
+
+
+class StepSource(Protocol):
+    """Where the batches and the step come from: a Job's BatchStream, or a script's training DataLoader."""
+
+    #: True when a boundary is known before the fetch (the stream never ends an epoch without a batch).
+    boundary_before_fetch: bool
+
+    @property
+    def epochs(self) -> int:
+        """How many loader iterators (epochs) were started so far."""
+
+    def setup(self) -> tuple[Any, RunContext]:
+        """At the first boundary: the bound job and the probes' RunContext (``batches``: the iterator holder)."""
+
+    def fetch(self) -> Any:
+        """The next batch (StopIteration: the epoch ended without one, which only a script's loader does)."""
+
+    def epoch_start(self) -> tuple[float, float] | None:
+        """Wall and CPU seconds of making this epoch's iterator outside ``fetch``, once, for its first fetch."""
+
+    def direct_step(self) -> Callable[[Any, int], Any] | None:
+        """The step alone, for the speed of light (``step(batch, k)``); None: served through the loop."""
+
+
+@dataclass
+class Recorded:
+    """What a run's phases recorded, for :func:`perfsuite.harness.runner.assemble_result`."""
+
+    job: Any
+    timings: WindowTimings
+    sol_ms: list[float]
+    last_batch: Any
+    plan: ObservationPlan
+
+
+_FETCH = object()  # a boundary that takes the next batch from the source (not a speed-of-light copy)
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """The loader's own fetch inside an observed step: every probe's modes off, and CUDA's sync debug mode
+    (the sync probe's) too, so loading is never counted as the step's work."""
+    import torch
+
+    debug = torch.cuda.get_sync_debug_mode() if torch.cuda.is_available() else 0
+    if debug:
+        torch.cuda.set_sync_debug_mode(0)
+    try:
+        with unobserved():
+            yield
+    finally:
+        if debug:
+            torch.cuda.set_sync_debug_mode(debug)
+
+
+class Driver:
+    """The run's phases at each step boundary (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: Any,
+        probes: Sequence[Probe],
+        source: StepSource,
+        *,
+        dog: Watchdog | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        self.spec, self.probes, self.source = spec, list(probes), source
+        self.dog = dog if dog is not None else Watchdog(spec.watchdog)
+        self.check = check or (lambda: None)  # a Ctrl-C swallowed somewhere lands here (interrupts.guarded)
+        self.show = spec.progress or (lambda phase, done, total: None)
+        self.phase, self.k, self.n = SETUP, 0, 0  # where the run is, for a RunInterrupted
+        self.batches = 0  # real batches handed to the loop
+        self.job: Any = None
+        self.ctx: RunContext | None = None
+        self._dog_phase = contextlib.ExitStack()
+        self._depth = mode_depth()
+        self._after_fetch_s = 0.0  # when the previous boundary handed its batch over
+        self._pending: str | None = None  # a boundary's clock mark made before its fetch: "begin" or "mark"
+        self._started = False  # the probes' start() ran
+        self._t0 = 0.0  # the current window step's first request
+        # the window
+        self.clock: StepClock | None = None
+        self.fetch_s: list[float] = []
+        self.fetch_cpu_s: list[float] = []
+        self.host_s: list[float] = []
+        self.step_cpu_s: list[float] = []  # the training thread's CPU per step: the load-robust companion of step_ms
+        self._c_req = self._after_fetch_cpu = 0.0  # thread CPU at this request, and after the previous fetch
+        self.step_start_s: list[float] = []
+        self.epoch_fetch_ms: list[float] = []
+        self.epoch_fetch_cpu_ms: list[float] = []
+        self.delivered = 0
+        self.last_batch: Any = None
+        self.start = self.end = 0.0
+        self.epochs_before = self.epochs_started = 0
+        # the speed of light
+        self.sol_ms: list[float] = []
+        self._sol_k = 0
+        self._resident: Any = None
+        self._sol_starts: StepClock | None = None
+        self._sol_ends: StepClock | None = None
+        # after the window
+        self.plan: ObservationPlan | None = None
+        self._kind: str | None = None
+        self._observing = contextlib.ExitStack()
+
+    # -- one boundary ------------------------------------------------------------------------------------------
+
+    def next_batch(self) -> Any:
+        """The loop asks for its next batch: the phase's work at this boundary, then the batch (or Stop)."""
+        if self.phase == DONE:
+            raise Stop
+        t_req = time.perf_counter()
+        self._c_req = time.thread_time()
+        served = self._before_fetch(t_req)
+        if served is not _FETCH:
+            return served
+        epochs = self.source.epochs
+        inside = self._kind is not None  # a script's observed step goes on through its fetch, modes suspended
+        c0 = time.thread_time()
+        try:
+            with suspended() if inside else contextlib.nullcontext():
+                batch = self.source.fetch()
+        except StopIteration:
+            self._undo()
+            raise
+        fetched = time.perf_counter() - t_req
+        cpu = time.thread_time() - c0
+        made = self.source.epoch_start()
+        if made is not None:
+            fetched, cpu = fetched + made[0], cpu + made[1]
+        return self._after_fetch(batch, t_req, fetched, cpu, made is not None or self.source.epochs != epochs)
+
+    def _before_fetch(self, t_req: float) -> Any:
+        """The boundary's work before the fetch; a speed-of-light batch is served from here. A clock mark made here
+        is taken back if the request ends an epoch instead (:meth:`_undo`)."""
+        if self.phase == SETUP:
+            self._setup()
+        if self.phase == WARMUP:
+            if self.batches > 0:
+                self.dog.record_step(t_req - self._after_fetch_s)
+            if self.batches < self.spec.warmup:
+                self.k, self.n = self.batches, self.spec.warmup
+                if self.batches == 0:  # the first batch alone, under the loader timeout (workers start here)
+                    self.phase = "first batch"
+                    self.show(self.phase, 0, 1)
+                    self._dog_phase.enter_context(
+                        self.dog.phase("first batch", deadline_s=self.spec.watchdog.first_batch_deadline())
+                    )
+                else:
+                    self.show(self.phase, self.k, self.n)
+                    self.check()
+                return _FETCH
+            self._begin_window()
+        if self.phase == WINDOW:
+            assert self.clock is not None
+            k = self.batches - self.spec.warmup
+            if k == self.spec.steps:
+                self._end_window(t_req)
+            else:
+                self.k = k
+                if k == 0:  # (again, where the first request ended an epoch instead)
+                    self.start = time.perf_counter()
+                    self.clock.mark()
+                    self._pending = "begin"
+                else:
+                    self.clock.mark()
+                    self._pending = "mark"
+                self._t0 = t_req
+                return _FETCH
+        if self.phase == SOL:
+            served = self._sol_request()
+            if served is not _FETCH:
+                return served
+        if self.phase == AFTER:
+            self._next_observed()
+        return _FETCH
+
+    def _undo(self) -> None:
+        """The request ended an epoch instead of giving a batch (a script's loader): no boundary, the step goes on."""
+        if self._pending == "mark" and self.clock is not None:
+            self.clock.discard_last()
+            self._pending = None
+        elif self._pending == "begin" and self.clock is not None:
+            self.clock.discard_last()  # the window starts at the next request, as if this one had not happened
+            self._pending = None
+
+    def _after_fetch(self, batch: Any, t_req: float, fetched: float, cpu: float, new_epoch: bool) -> Any:
+        """A boundary: ``batch`` starts the next step."""
+        pending, self._pending = self._pending, None
+        if self.phase == "first batch":
+            self._dog_phase.close()
+            self.phase = WARMUP
+            self._dog_phase.enter_context(self.dog.phase("warm-up"))
+            self.show(self.phase, 0, self.n)
+            self.check()
+        elif self.phase == WINDOW:
+            if pending == "mark":
+                self.host_s.append(t_req - self.step_start_s[-1])
+                self.step_cpu_s.append(self._c_req - self._after_fetch_cpu)
+            self.step_start_s.append(self._t0)
+            self.fetch_s.append(fetched)
+            self.fetch_cpu_s.append(cpu)
+            if new_epoch:
+                self.epoch_fetch_ms.append(fetched * 1e3)
+                self.epoch_fetch_cpu_ms.append(cpu * 1e3)
+            self.delivered += batch_samples(batch)
+            self.last_batch = batch
+        elif self.phase == AFTER:
+            self._open_observed()
+        self.batches += 1
+        self._after_fetch_s = time.perf_counter()
+        self._after_fetch_cpu = time.thread_time()
+        return batch
+
+    # -- phases ------------------------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        """The first boundary: the job and context from the source, the probes set up, the warm-up begun."""
+        self.job, self.ctx = self.source.setup()
+        self.clock = StepClock(self.job.device)
+        for probe in self.probes:
+            probe.setup(self.ctx)
+        self.phase = WARMUP
+        if not self.spec.warmup:
+            self._dog_phase.enter_context(self.dog.phase("warm-up"))
+
+    def _begin_window(self) -> None:
+        """Before the window's first fetch: the device synchronised, the probes' passive samplers started."""
+        self._dog_phase.close()
+        synchronize(self.job.device)
+        self.check()
+        self.epochs_before = self.source.epochs
+        self.phase = WINDOW
+        self.k, self.n = 0, self.spec.steps
+        begins = getattr(self.source, "window_begins", None)  # a script's last choice before the window (its loss)
+        if begins is not None:
+            begins()
+        for probe in self.probes:
+            probe.start()
+        self._started = True
+        if mode_depth() != self._depth:
+            raise PerfsuiteError(
+                "a probe left a torch function or dispatch mode active in the measured window "
+                f"(depth {mode_depth()} vs {self._depth} before setup); instrument only inside observe()"
+            )
+        self.show(self.phase, 0, self.n)  # once before and once after: nothing of perfsuite's runs between the steps
+        self._dog_phase.enter_context(self.dog.phase("window", steps=self.spec.steps))  # armed once: nothing per step
+
+    def _end_window(self, t_req: float) -> None:
+        """The last window step ended: close the window, then the speed of light."""
+        assert self.clock is not None
+        self.clock.mark()
+        self.host_s.append(t_req - self.step_start_s[-1])
+        self.step_cpu_s.append(self._c_req - self._after_fetch_cpu)
+        synchronize(self.job.device)
+        self.end = time.perf_counter()
+        self._dog_phase.close()
+        self.show(self.phase, self.n, self.n)
+        self._stop_probes()
+        self.check()  # a Ctrl-C swallowed during the window (in a __del__, an at-fork hook) stops here
+        self.epochs_started = self.source.epochs - self.epochs_before
+        self.phase, self.k, self.n = SOL, 0, self.spec.sol_steps
+        self.show(self.phase, 0, self.n)
+        self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
+        if self.spec.sol_steps > 0:
+            wait_idle(self.ctx.batches if self.ctx else None)  # workers refilling prefetch slots would take cores
+        direct = self.source.direct_step()
+        if direct is not None:
+            self.sol_ms = speed_of_light(direct, self.last_batch, self.job.device, self.spec.sol_steps)
+            self._after_window()
+        elif self.spec.sol_steps > 0 and self.last_batch is not None:
+            self._resident = on_device(self.last_batch, self.job.device)
+            self._sol_starts, self._sol_ends = StepClock(self.job.device), StepClock(self.job.device)
+        else:
+            self._after_window()
+
+    def _stop_probes(self) -> None:
+        if self._started:
+            self._started = False
+            for probe in self.probes:
+                probe.stop()
+
+    def _sol_request(self) -> Any:
+        """A script's speed-of-light boundary: the loop gets a fresh copy of the cached device batch (one untimed
+        step first, as :func:`speed_of_light`); after the last, the after-window work, then observing."""
+        assert self._sol_starts is not None and self._sol_ends is not None
+        k, self._sol_k = self._sol_k, self._sol_k + 1
+        if k >= 2:
+            self._sol_ends.mark()
+        if k == 1 or k > self.spec.sol_steps:
+            synchronize(self.job.device)
+        if k > self.spec.sol_steps:
+            self.sol_ms = paired_ms(self._sol_starts, self._sol_ends)
+            self._after_window()
+            return _FETCH
+        fresh = clone_batch(self._resident)
+        if k >= 1:
+            self._sol_starts.mark()
+        return fresh
+
+    def _after_window(self) -> None:
+        """The probes' own timed work (the loader ledger's replay), before anything instruments; then the plan."""
+        self._dog_phase.close()
+        self.check()
+        self.phase, self.k, self.n = "loader ledger", 0, 0
+        with self.dog.phase("loader ledger"):
+            for probe in self.probes:
+                probe.after_window()
+        self.check()
+        period = period_steps_for(self.spec.period_steps, self.job)
+        self.plan = ObservationPlan(self.spec.observe_steps, period, self.probes)
+        self.phase, self.k, self.n = AFTER, 0, self.plan.most_steps
+        self._dog_phase.enter_context(self.dog.phase("observe", steps=self.plan.most_steps))
+
+    def _next_observed(self) -> None:
+        """A boundary after the window: the previous step's instrumentation closed (before the fetch where the
+        boundary is known there), the next step's kind decided; after the last, the run is done."""
+        if self.source.boundary_before_fetch:
+            self._close_observed()
+        if self._kind is not None:  # a script's step: closed once its fetch gives a batch
+            return
+        assert self.plan is not None
+        if self.plan.done or self.plan.next_kind() is None:
+            self._finish()
+            raise Stop
+        self.show(self.phase, self.k, self.n)
+        self.check()
+
+    def _open_observed(self) -> None:
+        self._close_observed()
+        assert self.plan is not None
+        kind = self.plan.next_kind()
+        if kind is None:
+            self._finish()
+            raise Stop
+        self._kind = kind
+        for watcher in self.plan.watchers(kind):
+            self._observing.enter_context(watcher)
+
+    def _close_observed(self) -> None:
+        if self._kind is not None:
+            kind, self._kind = self._kind, None
+            self._observing.close()
+            assert self.plan is not None
+            self.plan.record(kind)
+            self.k += 1
+
+    def _finish(self) -> None:
+        synchronize(self.job.device)
+        self._dog_phase.close()
+        self.show(self.phase, self.n, self.n)
+        self.phase = DONE
+
+    def close(self) -> None:
+        """However the run ended: leave no mode, hook, deadline or running sampler behind."""
+        self._kind = None
+        try:
+            self._observing.close()
+        finally:
+            self._dog_phase.close()
+            with contextlib.suppress(Exception):
+                self._stop_probes()
+
+    # -- what came of it ---------------------------------------------------------------------------------------
+
+    def recorded(self) -> Recorded:
+        assert self.clock is not None and self.plan is not None
+        timings = WindowTimings(
+            start_s=self.start,
+            end_s=self.end,
+            steps=self.spec.steps,
+            batch_size=self.job.batch_size,
+            fetch_s=self.fetch_s,
+            step_ms=self.clock.durations_ms(),
+            epochs_started=self.epochs_started,
+            samples=self.delivered,
+            host_step_s=self.host_s,
+            epoch_fetch_ms=self.epoch_fetch_ms,
+            fetch_cpu_s=self.fetch_cpu_s,
+            epoch_fetch_cpu_ms=self.epoch_fetch_cpu_ms,
+            step_start_s=self.step_start_s,
+            step_cpu_s=self.step_cpu_s,
+        )
+        return Recorded(self.job, timings, self.sol_ms, self.last_batch, self.plan)
+
+
+def speed_of_light(step: Callable[[Any, int], Any], batch: Any, device: Any, steps: int) -> list[float]:
+    """Per-step times (ms) of the step fed one batch kept on the device, with no loader: DALI's fixed-batch test.
+
+    ``step(batch, k)`` is the step the window times (the job's step; for a
+    reference pipeline its ``step(batch, index)`` at the observed steps'
+    indices), called on a copy of the window's last batch moved to the
+    device once (on a CPU run the copy stays in host memory: there is no
+    device to keep it on). One untimed step first; each timed step gets a
+    fresh device-side copy made before its clock starts. Timed like the
+    window: CUDA events on a GPU, the host clock on a CPU.
+    """
+    if steps <= 0 or batch is None:
+        return []
+    resident = on_device(batch, device)
+    step(clone_batch(resident), 0)
+    synchronize(device)
+    starts, ends = StepClock(device), StepClock(device)
+    for k in range(steps):
+        fresh = clone_batch(resident)
+        starts.mark()
+        step(fresh, k)
+        ends.mark()
+    synchronize(device)
+    return paired_ms(starts, ends)

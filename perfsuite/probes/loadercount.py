@@ -1,0 +1,538 @@
+"""Exact loader counters: the loader's *work* per sample, by stage, counted in a replay after the window.
+
+CPU time per sample (:mod:`perfsuite.probes.loader`) moves with the machine; the work does not. After the
+timing replay this probe runs the loader's code once more, in the training process, on the same fixed
+indices with the same seeded generators (:func:`perfsuite.probes.stages.replay_plan`), and counts, per
+stage (``__getitem__``, its ``transform`` where the Dataset holds one, ``collate_fn``):
+
+* **calls**: Python calls by callable and C calls by name (``sys.setprofile`` on this thread only), e.g.
+  ``__getitem__: PIL.Image.Image.resize``; a changed count names the callable that changed;
+* **decoded pixels**: width x height of every PIL image decoded (``ImageFile.load`` with tiles to decode);
+* **read bytes**: bytes this thread read from files, pipes and sockets (``rchar`` of ``/proc/thread-self/io``);
+* **blocking calls**: the calls among them that wait (``time.sleep``, file and socket reads, lock waits);
+* **allocated bytes**: the peak of Python and NumPy allocations above the stage's start (``tracemalloc``;
+  torch's own allocator is not traced); *noisy*: it moved by ~0.03% between fresh processes (what the
+  interpreter's free lists hold depends on the process's history), so it is never judged exactly;
+* **output**: the bytes, dtypes and shapes leaving each stage (``ndarray uint8 64x64``);
+* **off-CPU time**: wall minus thread CPU per stage, the one *noisy* figure (a sleep or a slow read).
+
+The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
+on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
+a counter that differs between the two counted passes is reported *unavailable*, naming what moved
+(a generator nobody seeds, a clock read in a loop), never judged exactly. The garbage collector is off
+while counting (a finaliser running at a collection would count), and the generators and torch's thread
+count are restored afterwards. The counts depend on the code, the data and
+the library versions (Python, Pillow and its codecs, NumPy, torch, torchvision): those are recorded in each
+metric's ``detail["libraries"]``, and a difference makes a comparison *inconclusive*, never a regression.
+``tests/unit/test_loadercount.py`` checks that repeated replays, in this process and in fresh ones, agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfsuite.core.results import Metric
+from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.stages import TRANSFORM_ATTRS, _copy, _isolated, replay_plan
+
+COUNT_BATCHES = 2  # batches counted per run: counts do not need many
+# C callables that wait for something other than this thread's CPU: their calls are the "blocking" count.
+BLOCKING = frozenset(
+    {
+        "time.sleep",
+        "select.select",
+        "select.poll.poll",
+        "select.epoll.poll",
+        "posix.read",
+        "posix.pread",
+        "posix.readv",
+        "posix.waitpid",
+        "_io.FileIO.read",
+        "_io.FileIO.readinto",
+        "_io.FileIO.readall",
+        "_io.BufferedReader.read",
+        "_io.BufferedReader.read1",
+        "_io.BufferedReader.readinto",
+        "_io.BufferedReader.readline",
+        "_io.BufferedReader.peek",
+        "_io.TextIOWrapper.read",
+        "_io.TextIOWrapper.readline",
+        "_thread.lock.acquire",
+        "_thread.RLock.acquire",
+        "_socket.socket.recv",
+        "_socket.socket.recv_into",
+        "_socket.socket.recvfrom",
+        "_socket.socket.accept",
+        "_socket.socket.connect",
+        "_ssl._SSLSocket.read",
+    }
+)
+LIBRARIES = ("Pillow", "numpy", "torch", "torchvision")
+
+
+def library_versions() -> dict[str, str | None]:
+    """The versions the counts depend on: Python (minor), Pillow and its codecs, NumPy, torch, torchvision."""
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    with contextlib.suppress(Exception):  # Pillow absent or without the feature table
+        from PIL import features
+
+        for codec in ("zlib", "libjpeg_turbo", "jpg", "libpng"):
+            version = features.version(codec)
+            if version:
+                out[f"Pillow:{codec}"] = str(version)
+    return out
+
+
+def _rchar_reader() -> Callable[[], int] | None:
+    """A reader of this thread's ``rchar`` that leaves its own read out of the next figure; None without /proc."""
+    path = "/proc/thread-self/io"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    last = [0]
+
+    def read() -> int:
+        text = os.pread(fd, 4096, 0)
+        # The kernel counts a read after it returns: the next figure holds this one's bytes; leave them out.
+        value = int(text.split(b"rchar:", 1)[1].split(b"\n", 1)[0]) - last[0]
+        last[0] += len(text)
+        return value
+
+    read.fd = fd  # type: ignore[attr-defined]
+    return read
+
+
+def _c_name(fn: Any) -> str:
+    """``time.sleep``, ``_io.BufferedReader.read``: a C callable's module and qualified name."""
+    module = getattr(fn, "__module__", None)
+    if not module:
+        owner = getattr(fn, "__self__", None)
+        module = type(owner).__module__ if owner is not None else "?"
+    return f"{module}.{getattr(fn, '__qualname__', None) or getattr(fn, '__name__', '?')}"
+
+
+def describe(obj: Any, depth: int = 0) -> str:
+    """``tuple(Tensor uint8 1x64x64, Tensor int64 -)``: the types, dtypes and shapes of a stage's output."""
+    if depth > 3:
+        return "..."
+    shape = getattr(obj, "shape", None)
+    dtype = getattr(obj, "dtype", None)
+    if shape is not None and dtype is not None:
+        dims = "x".join(str(int(d)) for d in shape) or "-"
+        return f"{type(obj).__name__} {str(dtype).replace('torch.', '')} {dims}"
+    if isinstance(obj, (tuple, list)):
+        inner = ", ".join(describe(v, depth + 1) for v in obj[:8])
+        return f"{type(obj).__name__}({inner}{', ...' if len(obj) > 8 else ''})"
+    if isinstance(obj, Mapping):
+        inner = ", ".join(f"{k}: {describe(v, depth + 1)}" for k, v in list(obj.items())[:8])
+        return f"dict({inner})"
+    size = getattr(obj, "size", None)
+    mode = getattr(obj, "mode", None)
+    if isinstance(mode, str) and isinstance(size, tuple):  # a PIL image
+        return f"PIL {mode} {'x'.join(str(s) for s in size)}"
+    return type(obj).__name__
+
+
+def nbytes(obj: Any, depth: int = 0) -> int:
+    """Bytes held by the arrays and tensors of a stage's output (PIL images: width x height x bands)."""
+    if depth > 3:
+        return 0
+    if hasattr(obj, "nbytes") and hasattr(obj, "dtype"):
+        return int(obj.nbytes)
+    if hasattr(obj, "element_size") and hasattr(obj, "numel"):
+        return int(obj.element_size() * obj.numel())
+    if isinstance(obj, (tuple, list)):
+        return sum(nbytes(v, depth + 1) for v in obj)
+    if isinstance(obj, Mapping):
+        return sum(nbytes(v, depth + 1) for v in obj.values())
+    bands = getattr(obj, "getbands", None)
+    size = getattr(obj, "size", None)
+    if callable(bands) and isinstance(size, tuple) and len(size) == 2:
+        return int(size[0] * size[1] * len(bands()))
+    return 0
+
+
+@dataclass
+class Counts:
+    """Totals over the counted samples, by stage (and by ``stage: callable`` for calls)."""
+
+    samples: int
+    stages: list[str]
+    code: dict[str, str] = field(default_factory=dict)
+    calls: Counter[str] = field(default_factory=Counter)  # "stage: callable" -> calls
+    blocking: Counter[str] = field(default_factory=Counter)  # "stage: callable" -> calls that wait
+    pixels: Counter[str] = field(default_factory=Counter)  # stage -> decoded pixels
+    read_bytes: Counter[str] = field(default_factory=Counter)  # stage -> bytes read
+    alloc_bytes: Counter[str] = field(default_factory=Counter)  # stage -> peak traced bytes above the start
+    out_bytes: Counter[str] = field(default_factory=Counter)  # stage -> bytes of the stage's output
+    formats: dict[str, set[str]] = field(default_factory=dict)  # stage -> descriptions of its outputs
+    wall_ns: Counter[str] = field(default_factory=Counter)
+    cpu_ns: Counter[str] = field(default_factory=Counter)
+    read_why: str | None = None  # why read bytes are unavailable
+    moved: dict[str, str] = field(default_factory=dict)  # metric -> what differed between two counted passes
+    cost_s: float = 0.0  # the counting replay's own CPU time
+
+
+class _Tally:
+    """The profile function and the stage accounting of one counted replay."""
+
+    def __init__(self, counts: Counts, rchar: Callable[[], int] | None, skip: set[Any]) -> None:
+        from PIL import ImageFile
+
+        self.c, self.rchar, self.skip = counts, rchar, skip
+        self.load_code = ImageFile.ImageFile.load.__code__
+        self.stack: list[str] = []
+        self.on = False
+        self._mark: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    def profile(self, frame: Any, event: str, arg: Any) -> None:
+        if not self.on or not self.stack:
+            return
+        stage = self.stack[-1]
+        if event == "call":
+            code = frame.f_code
+            if code in self.skip:
+                return
+            self.c.calls[f"{stage}: {frame.f_globals.get('__name__', '?')}.{code.co_qualname}"] += 1
+            if code is self.load_code:
+                image = frame.f_locals.get("self")
+                if getattr(image, "tile", None):
+                    w, h = image.size
+                    self.c.pixels[stage] += int(w) * int(h)
+        elif event == "c_call":
+            name = _c_name(arg)
+            self.c.calls[f"{stage}: {name}"] += 1
+            if name in BLOCKING:
+                self.c.blocking[f"{stage}: {name}"] += 1
+
+    def _now(self) -> tuple[int, int, int, int]:
+        import tracemalloc
+
+        rchar = self.rchar() if self.rchar is not None else 0
+        tracemalloc.reset_peak()
+        return (time.perf_counter_ns(), time.thread_time_ns(), rchar, tracemalloc.get_traced_memory()[0])
+
+    def _close(self) -> None:
+        """Charge what happened since the last mark to the stage on top of the stack."""
+        import tracemalloc
+
+        if not self.stack:
+            return
+        stage = self.stack[-1]
+        wall, cpu, rchar, traced = self._mark
+        peak = tracemalloc.get_traced_memory()[1]
+        self.c.wall_ns[stage] += time.perf_counter_ns() - wall
+        self.c.cpu_ns[stage] += time.thread_time_ns() - cpu
+        if self.rchar is not None:
+            self.c.read_bytes[stage] += self.rchar() - rchar
+        self.c.alloc_bytes[stage] += max(0, peak - traced)
+
+    def enter(self, name: str) -> None:
+        """Charge what ran so far to the current stage, then count into ``name``."""
+        was, self.on = self.on, False  # the accounting itself is not counted
+        self._close()
+        self.stack.append(name)
+        self._mark = self._now()
+        self.on = was
+
+    def leave(self) -> None:
+        """Charge the stage on top, then go back to the one below."""
+        was, self.on = self.on, False
+        self._close()
+        self.stack.pop()
+        self._mark = self._now()
+        self.on = was
+
+    def output(self, stage: str, obj: Any) -> None:
+        was, self.on = self.on, False
+        self.c.out_bytes[stage] += nbytes(obj)
+        self.c.formats.setdefault(stage, set()).add(describe(obj))
+        self.on = was
+
+
+class _Staged:
+    """The Dataset copy's transform, counted as its own stage (and its output described)."""
+
+    def __init__(self, fn: Callable[..., Any], tally: list[_Tally | None]) -> None:
+        self.fn, self.tally = fn, tally
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        tally = self.tally[0]
+        if tally is None or not tally.on:
+            return self.fn(*args, **kwargs)
+        tally.enter("transform")
+        try:
+            out = self.fn(*args, **kwargs)
+        finally:
+            tally.leave()
+        tally.output("transform", out)
+        return out
+
+
+def _staged_copy(dataset: Any, holder: list[_Tally | None]) -> tuple[Any, list[str]]:
+    """A fresh copy of the Dataset (its generators and caches as the original holds them), transforms staged."""
+    clone = _copy(dataset)
+    staged = []
+    for attr in TRANSFORM_ATTRS:
+        fn = getattr(clone, attr, None)
+        if callable(fn) and not isinstance(fn, type):
+            try:
+                setattr(clone, attr, _Staged(fn, holder))
+                staged.append(attr)
+            except (AttributeError, TypeError):
+                continue
+    return clone, staged
+
+
+def _one_pass(clone: Any, collate: Any, plans: list[list[int]], seed: int, reseed: Any, tally: _Tally | None) -> None:
+    """The batches once, counted into ``tally`` (None: uncounted, to warm what the counted passes use)."""
+    for b, indices in enumerate(plans):
+        reseed(seed * 1_000_003 + b)
+        samples = []
+        for i in indices:
+            if tally is not None:
+                tally.enter("__getitem__")
+                sample = clone[i]
+                tally.leave()
+                tally.output("__getitem__", sample)
+            else:
+                sample = clone[i]
+            samples.append(sample)
+        if collate is None:
+            continue
+        if tally is not None:
+            tally.enter("collate_fn")
+            batch = collate(samples)
+            tally.leave()
+            tally.output("collate_fn", batch)
+        else:
+            collate(samples)
+        del samples
+
+
+def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
+    """Count the loader's work on ``batches`` fixed batches; Counts, or why not.
+
+    Three passes, each on a fresh copy of the Dataset (so a generator the Dataset holds starts each pass
+    where the original is): one uncounted (imports, per-process caches), then two counted. What differs
+    between the two counted passes is not reproducible (a generator nobody seeds, a clock read in a loop):
+    ``Counts.moved`` says which, and those counters are reported unavailable, never judged exactly.
+    """
+    import tracemalloc
+
+    import numpy as np
+
+    plan = replay_plan(loader, batch_size)
+    if isinstance(plan, str):
+        return plan
+    dataset, collate, per_batch = plan
+    holder: list[_Tally | None] = [None]
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
+    rchar = _rchar_reader()
+    passes: list[Counts] = []
+    skip = {_Staged.__call__.__code__, *_own_codes()}
+    started = time.thread_time()
+    traced_before = tracemalloc.is_tracing()
+    gc_before = gc.isenabled()
+    old_profile = sys.getprofile()
+    tally: _Tally | None = None
+    try:
+        with _isolated() as reseed:
+            for counted in (False, True, True):
+                clone, staged = _staged_copy(dataset, holder)
+                if not counted:
+                    _one_pass(clone, collate, plans, seed, reseed, None)
+                    continue
+                stages = ["__getitem__", *(["transform"] if staged else [])]
+                out = Counts(samples=per_batch * batches, stages=stages + (["collate_fn"] if collate else []))
+                out.code["__getitem__"] = f"{type(dataset).__module__}.{type(dataset).__qualname__}.__getitem__"
+                if staged:
+                    out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in staged)
+                if collate is not None:
+                    name = getattr(collate, "__qualname__", type(collate).__qualname__)
+                    out.code["collate_fn"] = f"{getattr(collate, '__module__', '?')}.{name}"
+                if rchar is None:
+                    out.read_why = "/proc/thread-self/io is not readable here (Linux only)"
+                tally = _Tally(out, rchar, skip)
+                gc.collect()
+                gc.disable()
+                if not traced_before:
+                    tracemalloc.start()
+                holder[0] = tally
+                sys.setprofile(tally.profile)
+                tally.on = True
+                try:
+                    _one_pass(clone, collate, plans, seed, reseed, tally)
+                finally:
+                    tally.on = False
+                    sys.setprofile(old_profile)
+                    holder[0] = None
+                    if not traced_before:
+                        tracemalloc.stop()
+                    if gc_before:
+                        gc.enable()
+                passes.append(out)
+    finally:
+        if tally is not None:
+            tally.on = False
+        sys.setprofile(old_profile)
+        holder[0] = None
+        if not traced_before and tracemalloc.is_tracing():
+            tracemalloc.stop()
+        if gc_before:
+            gc.enable()
+        if rchar is not None:
+            os.close(rchar.fd)  # type: ignore[attr-defined]
+    first, second = passes
+    first.moved = _moved(first, second)
+    first.cost_s = time.thread_time() - started
+    return first
+
+
+def _moved(a: Counts, b: Counts) -> dict[str, str]:
+    """Per exact counter, what differed between two counted passes of the same indices (empty: nothing)."""
+    n = max(1, a.samples)
+    out: dict[str, str] = {}
+    for metric, field_name in EXACT_FIELDS.items():
+        x, y = getattr(a, field_name), getattr(b, field_name)
+        if x != y:
+            keys = sorted(set(x) | set(y), key=lambda k: -abs(y.get(k, 0) - x.get(k, 0)))
+            out[metric] = ", ".join(f"{k} {x.get(k, 0) / n:.4g} -> {y.get(k, 0) / n:.4g}" for k in keys[:3])
+    if a.formats != b.formats:
+        out["loader_output_format"] = "the shapes or dtypes leaving a stage"
+    return out
+
+
+def _own_codes() -> set[Any]:
+    """This module's code objects that run between a stage's calls (the accounting is not the loader's work)."""
+    return {_Tally.enter.__code__, _Tally.leave.__code__, _Tally.output.__code__}
+
+
+# --------------------------------------------------------------------------- metrics
+
+METRICS = (
+    "loader_calls_per_sample",
+    "loader_decoded_pixels_per_sample",
+    "loader_read_bytes_per_sample",
+    "loader_blocking_calls_per_sample",
+    "loader_alloc_bytes_per_sample",
+    "loader_output_bytes_per_sample",
+    "loader_output_format",
+    "loader_offcpu_ms_per_sample",
+)
+
+
+EXACT_FIELDS = {
+    "loader_calls_per_sample": "calls",
+    "loader_decoded_pixels_per_sample": "pixels",
+    "loader_read_bytes_per_sample": "read_bytes",
+    "loader_blocking_calls_per_sample": "blocking",
+    "loader_output_bytes_per_sample": "out_bytes",
+}
+
+
+def _per(counter: Mapping[str, int], n: int) -> dict[str, float]:
+    return {k: round(v / n, 4) for k, v in sorted(counter.items()) if v}
+
+
+def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
+    """The counters as metrics: per sample, ``detail["by"]`` stage (or ``stage: callable``)."""
+    n = max(1, c.samples)
+    common = {"libraries": dict(libraries), "samples": c.samples, "code": dict(c.code), "stages": list(c.stages)}
+
+    def exact(name: str, unit: str, counter: Mapping[str, int], **extra: Any) -> Metric:
+        if name in c.moved:
+            return Metric.unavailable(name, _not_reproducible(c.moved[name]), unit)
+        by = _per(counter, n)
+        return Metric(name, round(sum(counter.values()) / n, 4), unit, detail={**common, "by": by, **extra})
+
+    calls = Counter(c.calls)
+    out = [
+        exact("loader_calls_per_sample", "calls/sample", calls),
+        exact("loader_decoded_pixels_per_sample", "pixels/sample", c.pixels),
+    ]
+    if c.read_why is None:
+        out.append(exact("loader_read_bytes_per_sample", "bytes/sample", c.read_bytes))
+    else:
+        out.append(Metric.unavailable("loader_read_bytes_per_sample", c.read_why, "bytes/sample"))
+    out += [
+        exact("loader_blocking_calls_per_sample", "calls/sample", c.blocking),
+        exact("loader_alloc_bytes_per_sample", "bytes/sample", c.alloc_bytes),
+        exact("loader_output_bytes_per_sample", "bytes/sample", c.out_bytes),
+    ]
+    formats = "; ".join(f"{s} -> {' | '.join(sorted(c.formats[s]))}" for s in c.stages if s in c.formats)
+    if "loader_output_format" in c.moved:
+        out.append(Metric.unavailable("loader_output_format", _not_reproducible(c.moved["loader_output_format"])))
+    else:
+        out.append(Metric("loader_output_format", formats, "", detail=dict(common)))
+    off = {s: max(0, c.wall_ns[s] - c.cpu_ns[s]) / 1e6 / n for s in c.stages}
+    out.append(
+        Metric(
+            "loader_offcpu_ms_per_sample",
+            sum(off.values()),
+            "ms/sample",
+            detail={**common, "by": {k: round(v, 4) for k, v in off.items()}, "counting_cpu_s": c.cost_s},
+        )
+    )
+    return out
+
+
+def _not_reproducible(what: str) -> str:
+    return (
+        f"not reproducible: two counts of the same indices in this run differ ({what}); the loader's work depends "
+        "on something the replay does not fix (a generator nobody seeds, a clock, a cache), so it is not judged "
+        "exactly"
+    )
+
+
+class LoaderCountProbe(Probe):
+    """Counts the loader's work per sample, by stage, in a replay after the window (see the module docstring)."""
+
+    name = "loadercount"
+
+    def __init__(self, batches: int = COUNT_BATCHES) -> None:
+        self.batches = batches
+        self._ctx: RunContext | None = None
+        self._counts: Counts | str | None = None
+
+    def setup(self, ctx: RunContext) -> None:
+        self._ctx, self._counts = ctx, None
+
+    def after_window(self) -> None:
+        ctx = self._ctx
+        if ctx is None or ctx.job is None:
+            self._counts = "no job to replay"
+            return
+        try:
+            self._counts = count(ctx.job.loader, ctx.batch_size, batches=self.batches)
+        except Exception as exc:  # noqa: BLE001 - the user's Dataset outside its worker: report, never fail the run
+            self._counts = (
+                f"counting the loader's stages in the training process raised {type(exc).__name__}: {exc} "
+                "(a Dataset that only works inside a DataLoader worker?)"
+            )
+
+    def metrics(self, timings: WindowTimings) -> list[Metric]:
+        c = self._counts
+        if not isinstance(c, Counts):
+            why = c if isinstance(c, str) else "the loader's stages were not counted"
+            from perfsuite.core import metrics as registry
+
+            return [Metric.unavailable(name, why, registry.get(name).unit) for name in METRICS]
+        return to_metrics(c, library_versions())

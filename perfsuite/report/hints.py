@@ -1,0 +1,58 @@
+"""What would decide an inconclusive verdict, and one line of legend per label a report uses.
+
+One source for the terminal tables and the markdown, so both say the same.
+"""
+
+from __future__ import annotations
+
+import re
+
+from perfsuite.core import metrics as registry
+from perfsuite.judge.verdict import Outcome, Verdict
+
+_PAIRS = re.compile(r"\bn=(\d+)/(\d+)")
+AB = "`perfsuite ab BASE HEAD` (interleaved fresh runs of both revisions until decided)"
+
+
+def what_would_decide(verdict: Verdict) -> str | None:
+    """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None."""
+    if verdict.outcome is not Outcome.INCONCLUSIVE:
+        return None
+    spec = registry.find(verdict.metric)
+    if "not measured in this run" in verdict.message:
+        return f"to decide: run HEAD again so that it measures {verdict.metric}, or {AB}"
+    if "re-record" in verdict.message:
+        return "to decide: re-record the baseline with this perfsuite (--perfsuite-save), then compare again"
+    if spec is not None and spec.kind == "timing":
+        found = _PAIRS.search(verdict.message)
+        if found:
+            steps = 4 * max(int(found.group(1)), int(found.group(2)))
+            more = f"about 4x the steps on both sides (--steps {steps}, or --perfsuite-steps {steps})"
+            more += " halves the interval"
+        else:
+            more = "more steps on both sides (--steps, or --perfsuite-steps)"
+        return f"to decide: {more}; or {AB}"
+    if spec is not None and spec.kind == "noisy":
+        return f"to decide: one value per run cannot tell noise from a change; {AB}"
+    return f"to decide: {AB}"
+
+
+OUTCOME_LEGEND = {
+    "fail": "a threshold (min_/max_ bound) was not met",
+    "pass": "a threshold (min_/max_ bound) was met",
+    "regressed": "worse than the baseline beyond the factor, and significant",
+    "improved": "better than the baseline beyond the factor, and significant",
+    "unchanged": "within the factor of the baseline (exact metrics: equal)",
+    "changed": "an exact value or label moved where neither direction is better",
+    "inconclusive": "it moved, but these samples cannot tell noise from a change (its line says what would decide)",
+    "unavailable": "not measured on this machine or in this run (its line says why)",
+    "new": "no baseline to compare with yet (--perfsuite-save records one)",
+    "same": "perfsuite ab: the interval lies within the margin",
+    "unknown": "perfsuite ab: not decided within the rounds or the budget (its line says what would decide)",
+}
+
+
+def legend(labels: list[str] | set[str] | tuple[str, ...]) -> list[str]:
+    """``label: meaning`` for each known label among ``labels``, in the legend's order."""
+    wanted = set(labels)
+    return [f"{label}: {text}" for label, text in OUTCOME_LEGEND.items() if label in wanted]

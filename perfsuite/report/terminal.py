@@ -1,0 +1,402 @@
+"""Reports for people at a terminal, drawn with rich: coloured verdicts, wrapped reasons, human units.
+
+The pull-request markdown (:mod:`perfsuite.report.verdicts`) stays for files and for
+stdout that is not a terminal; these renderers are for a person reading a terminal.
+Each returns rich renderables or prints them on a :class:`rich.console.Console`, so
+tests capture the output at a fixed width (``Console(record=True, width=...)``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from perfsuite.core.results import Result
+from perfsuite.core.units import human, metric_value
+from perfsuite.judge.verdict import Outcome, Verdict
+from perfsuite.report.hints import legend, what_would_decide
+from perfsuite.report.verdicts import cut, ordered, summary_line
+
+STYLES = {
+    "fail": "bold red",
+    "regressed": "bold red",
+    "changed": "bold magenta",
+    "improved": "green",
+    "unchanged": "dim",
+    "pass": "dim",
+    "same": "green",
+    "inconclusive": "yellow",
+    "unknown": "yellow",
+    "unavailable": "yellow",
+    "new": "cyan",
+}
+GPU_ONLY = "device=cpu"  # how the GPU probes' reasons start on a CPU run (perfsuite.probes.nvml, .memory)
+
+
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal a person reads (markdown and plain text go elsewhere)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def console_for(stream: TextIO, width: int | None = None) -> Console:
+    """A console on ``stream``; colours when it is a terminal, plain text otherwise."""
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+def to_text(renderable: RenderableType, width: int, markup: bool = False) -> str:
+    """``renderable`` drawn at ``width`` columns, with colour codes when ``markup`` (for pytest's writer)."""
+    buf = io.StringIO()
+    Console(
+        file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None, highlight=False
+    ).print(renderable)
+    return buf.getvalue().rstrip("\n")
+
+
+def outcome_text(outcome: str) -> Text:
+    return Text(outcome, style=STYLES.get(outcome, ""))
+
+
+# --------------------------------------------------------------------------- verdicts (compare, session summary)
+
+
+def _why(v: Verdict) -> str:
+    if v.outcome in (Outcome.PASS, Outcome.UNCHANGED):
+        return ""
+    parts = [v.message + (f" — {v.cause}" if v.cause else "")]
+    hint = what_would_decide(v)
+    if hint:
+        parts.append(hint)
+    return "\n".join(parts)
+
+
+def _ratio(v: Verdict) -> str:
+    return "-" if v.ratio is None else f"x{v.ratio:.3f}"
+
+
+def _empty_new(v: Verdict) -> bool:
+    """A ``new`` row with no figure at all (the first run's ``timing - - - new``): counted, not listed."""
+    return v.outcome is Outcome.NEW and v.base is None and v.head is None
+
+
+TEST_ID_WIDTH = 44  # a longer test id keeps its tail (the test's name and parameters)
+
+
+def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> Table:
+    """One row per verdict, the most urgent first; figures in human units, the verdict coloured.
+
+    At ``width`` columns the test id gives way first (it keeps its tail), so the metric and verdict stay whole.
+    """
+    rows = [
+        (
+            v.metric,
+            metric_value(v.metric, v.base, counts=False),
+            metric_value(v.metric, v.head, counts=False),
+            _ratio(v),
+            v.outcome.value,
+        )
+        for v in ordered(verdicts)
+    ]
+    headers = ("metric", "base", "head", "ratio", "verdict")
+    others = sum(max(len(headers[i]), *(len(r[i]) for r in rows)) + 3 for i in range(5))  # + padding and rule
+    id_width = TEST_ID_WIDTH if width is None else max(12, min(TEST_ID_WIDTH, width - others - 2))
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("test", no_wrap=True)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("base", justify="right", no_wrap=True)
+    table.add_column("head", justify="right", no_wrap=True)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for v, (metric, base, head, ratio, outcome) in zip(ordered(verdicts), rows):
+        table.add_row(*map(Text, (cut(v.test_id, id_width), metric, base, head, ratio)), outcome_text(outcome))
+    return table
+
+
+def reasons(verdicts: Sequence[Verdict]) -> list[RenderableType]:
+    """Under the table, wrapped to the terminal: why each row that needs a look came out so, what would decide it."""
+    out: list[RenderableType] = []
+    for v in ordered(verdicts):
+        why = _why(v)
+        if not why:
+            continue
+        head = Text()
+        head.append(v.outcome.value, style=STYLES.get(v.outcome.value, ""))
+        head.append(f" {v.test_id} · {v.metric}: ", style="bold")
+        head.append(why.replace("\n", "\n  "))
+        out.append(head)
+    return out
+
+
+def verdicts_report(
+    verdicts: Sequence[Verdict], problems: Sequence[str] = (), partial: str | None = None, width: int | None = None
+) -> RenderableType:
+    """The summary line, the table (first-run ``new`` rows with nothing in them counted on one line), the reasons,
+    a legend of the verdicts shown."""
+    listed = [v for v in verdicts if not _empty_new(v)]
+    empty = len(verdicts) - len(listed)
+    parts: list[RenderableType] = []
+    if partial:
+        parts.append(
+            Text(f"PARTIAL REPORT: the session was {partial}; tests that did not run are missing.", "bold red")
+        )
+    summary = Text()
+    summary.append("perfsuite: ", style="bold")
+    summary.append(summary_line(verdicts, errors=len(problems)))
+    parts.append(summary)
+    if listed:
+        parts.append(verdict_table(listed, width))
+        parts += reasons(listed)
+    if empty:
+        parts.append(
+            Text(
+                f"{empty} result(s) new: no baseline on this machine yet, nothing to compare "
+                "(--perfsuite-save records one)"
+            )
+        )
+    parts += [Text(p, style="red") for p in problems]
+    labels = legend({v.outcome.value for v in listed})
+    if labels:
+        parts.append(Text("\n".join(labels), style="dim"))
+    return Group(*parts)
+
+
+def print_verdicts(
+    verdicts: Sequence[Verdict],
+    console: Console,
+    problems: Sequence[str] = (),
+    partial: str | None = None,
+) -> None:
+    console.print(verdicts_report(verdicts, problems, partial, console.width))
+
+
+PEOPLE_LEGEND = (
+    "input eff: the window's samples/s over the speed of light's (the step fed one batch kept on the device); "
+    "its word is the data-wait band: not input-bound < 5%, moderately 5-20%, highly > 20% of the window",
+    "data-wait: share of the window blocked in next(loader); exact held: exact checks unchanged / checked; "
+    "'-': not measured in that run",
+)
+
+
+def session_summary(
+    verdicts: Sequence[Verdict],
+    results: Mapping[str, Result],
+    exact_counts: Mapping[str, tuple[int, int]],
+    width: int,
+    markup: bool,
+) -> str:
+    """The pytest session's verdict table (rich) and its per-test figures (report.summary's fixed-width table,
+    one line per test at any width) with a legend of their labels, for pytest's terminal writer."""
+    from perfsuite.report.summary import format_people
+
+    parts = [to_text(verdicts_report(verdicts, width=width), width, markup)] if verdicts else []
+    if results:
+        parts.append(format_people(results, exact_counts, width=width))
+        parts.append(to_text(Text("\n".join(PEOPLE_LEGEND), style="dim"), width, markup))
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- one run (perfsuite run, exec)
+
+
+def gpu_only(result: Result) -> list[str]:
+    """The metrics a CPU run could not measure only because it had no GPU (GPU telemetry, device memory)."""
+    return [
+        name
+        for name, m in result.metrics.items()
+        if not m.available and str(m.reason or "").startswith(GPU_ONLY) and result.knobs.get("device", "cpu") == "cpu"
+    ]
+
+
+def unavailable_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """``unavailable: test: why`` per unavailable verdict, those that need a GPU on a CPU run collapsed to one line."""
+    unavailable = [v for v in verdicts if v.outcome is Outcome.UNAVAILABLE]
+    gpu = [v for v in unavailable if GPU_ONLY in v.message]
+    gpu = gpu if len(gpu) > 1 else []  # a single one is listed as it is
+    collapsed = {id(v) for v in gpu}
+    lines = [f"unavailable: {v.test_id}: {v.message}" for v in unavailable if id(v) not in collapsed]
+    if gpu:
+        metrics = sorted({v.metric for v in gpu})
+        lines.append(
+            f"GPU telemetry: unavailable on a CPU run ({len(metrics)} metric{'s' if len(metrics) > 1 else ''}: "
+            f"{', '.join(metrics)}; {len(gpu)} verdicts, each with its reason above)"
+        )
+    return lines
+
+
+def gpu_line(names: Sequence[str]) -> str:
+    return f"GPU telemetry: unavailable on a CPU run ({len(names)} metrics: {', '.join(names)})"
+
+
+SKIPPED_WITH_RANKS = (
+    "straggler_wait_frac",
+    "input_skew_frac",
+    "scaling_efficiency",
+    "dataset_passes_per_epoch",
+    "cpu_oversubscription",
+)
+
+
+def run_rows(result: Result) -> list[tuple[str, str, str]]:
+    """(metric, value, note) for every metric of a run, GPU-only ones on a CPU run left to :func:`gpu_line`."""
+    step = result.metric("step_ms")
+    rows = [
+        ("samples_per_s", metric_value("samples_per_s", result.value("samples_per_s")), ""),
+        (
+            "step_ms",
+            metric_value("step_ms", step.value),
+            f"median; p90 {human(step.detail.get('p90'), 'ms')}" if step.available else f"unavailable ({step.reason})",
+        ),
+    ]
+    hidden = set(gpu_only(result))
+    for name, metric in result.metrics.items():
+        if name in ("samples_per_s", "step_ms") or name in hidden:
+            continue
+        if result.ranks and name in SKIPPED_WITH_RANKS:
+            continue
+        if metric.available:
+            note = str(metric.detail.get("band", "")) if name == "input_efficiency" else ""
+            rows.append((name, metric_value(name, metric.value), note))
+        else:
+            rows.append((name, "unavailable", str(metric.reason)))
+    return rows
+
+
+def run_lines(result: Result) -> list[str]:
+    """`perfsuite run`'s plain table: identifiers as in thresholds, values in human units, one GPU line on a CPU."""
+    rows = run_rows(result)
+    width = max(len(name) for name, _, _ in rows) + 2
+    numeric = [len(v) for n, v, _ in rows if v != "unavailable" and not isinstance(result.value(n), str)]
+    value_width = max(numeric, default=0)
+    lines = [
+        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
+        f"batch {result.batch_size}, {result.steps} measured steps"
+    ]
+    for name, value, note in rows:
+        if value == "unavailable":
+            lines.append(f"  {name:<{width}}unavailable: {note}")
+        elif isinstance(result.value(name), str):  # a label: as it reads
+            lines.append(f"  {name:<{width}}{value}")
+        else:
+            lines.append(f"  {name:<{width}}{value:>{value_width}}  {note}".rstrip())
+    hidden = gpu_only(result)
+    if hidden:
+        lines.append(f"  {gpu_line(hidden)}")
+    lines.append("  (docs/metrics.md says what each metric measures and how it is judged)")
+    return lines
+
+
+# --------------------------------------------------------------------------- perfsuite ab
+
+
+def ab_report(data: Mapping[str, Any]) -> RenderableType:
+    """perfsuite ab's session (``perfsuite.ab.engine.to_dict``) for a person: a verdict per test, then findings."""
+    tests = data.get("tests", [])
+    counts: dict[str, int] = {}
+    for t in tests:
+        counts[t["verdict"]] = counts.get(t["verdict"], 0) + 1
+    head = Text()
+    head.append("perfsuite ab: ", style="bold")
+    head.append(", ".join(f"{n} {v}" for v, n in counts.items()) or "no tests")
+    base, head_rev = data["base"], data["head"]
+    head.append(f": {head_rev['rev']} ({head_rev['sha'][:10]}) against {base['rev']} ({base['sha'][:10]})")
+    rule = data["rule"]
+    about = Text(
+        f"{data['rounds']} rounds of interleaved fresh runs, {data['runs']} runs, {human(data['elapsed_s'], 's')}; "
+        f"stopped: {data['stopped'] or '-'}; {data['environment']}. Regressed: slower than x{rule['factor']:g} with "
+        f"p < {rule['alpha']:g}; same: the {rule['confidence']:.0%} interval within ±{rule['margin'] - 1:.0%}.",
+        style="dim",
+    )
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("test", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column(f"ratio ({rule['statistic']} step per sample, CI)", justify="right", no_wrap=True)
+    table.add_column("pairs", justify="right", no_wrap=True)
+    whys: list[RenderableType] = []
+    for t in tests:
+        d = t["step_ms_per_sample"]
+        ratio = "-" if d.get("ratio") is None else f"x{d['ratio']:.3f} (x{d['low']:.3f}..x{d['high']:.3f})"
+        why = d.get("reason", "")
+        if d.get("outcome") == "unknown" and d.get("needs"):
+            why = f"{why}; to decide: {d['needs']}"
+        if "budget" in str(data.get("stopped", "")) and d.get("outcome") == "unknown":
+            why += "; a larger --budget runs more rounds"
+        exact = t.get("exact", [])
+        if exact:
+            held = sum(v["outcome"] == "unchanged" for v in exact)
+            why = f"exact: {held}/{len(exact)} unchanged; timing: {why}"
+        table.add_row(Text(t["test_id"]), outcome_text(t["verdict"]), Text(ratio), Text(str(d.get("pairs", "-"))))
+        line = Text()
+        line.append(t["verdict"], style=STYLES.get(t["verdict"], ""))
+        line.append(f" {t['test_id']}: ", style="bold")
+        line.append(why)
+        whys.append(line)
+    parts: list[RenderableType] = [head, about, table, *whys]
+    findings = []
+    for t in tests:
+        for v in t.get("exact", []):
+            if v["outcome"] in ("regressed", "changed", "fail"):
+                cause = f" — {v['cause']}" if v.get("cause") else ""
+                findings.append(f"{t['test_id']}: {v['outcome']}: {v['message']}{cause}")
+        for metric, d in t.get("tails", {}).items():
+            if d.get("outcome") == "regressed":
+                findings.append(f"{t['test_id']}: {metric} regressed (per run, paired): {d.get('reason', '')}")
+        if t.get("missing"):
+            findings.append(f"{t['test_id']}: no results on {', '.join(t['missing'])}")
+    if findings:
+        parts.append(Text("exact and tail findings", style="bold"))
+        parts += [Text(f"- {f}") for f in findings]
+    shown = Table(
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        title="medians over runs",
+        title_justify="left",
+    )
+    shown.add_column("test", overflow="fold")
+    shown.add_column("metric")
+    shown.add_column("base", justify="right")
+    shown.add_column("head", justify="right")
+    for t in tests:
+        for metric, side in t.get("shown", {}).items():
+            values = (metric_value(metric, side["base"]), metric_value(metric, side["head"]))
+            shown.add_row(*map(Text, (t["test_id"], metric, *values)))
+    if shown.row_count:
+        parts.append(shown)
+    parts += [Text(p, style="red") for p in data.get("problems", [])]
+    labels = legend({t["verdict"] for t in tests})
+    if labels:
+        parts.append(Text("\n".join(labels), style="dim"))
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------------- doctor, tune: text made readable
+
+
+def styled_lines(lines: Iterable[str]) -> RenderableType:
+    """Plain report lines with their headings in bold and verdict words coloured (doctor's and tune's reports)."""
+    out = Text()
+    for line in lines:
+        text = Text(line)
+        stripped = line.strip()
+        if stripped.startswith(("bottleneck:", "chosen:", "perfsuite doctor:", "perfsuite tune")):
+            text.stylize("bold")
+        if stripped.startswith(("NOT MET", "error")):
+            text.stylize("bold red")
+        for word, style in STYLES.items():
+            text.highlight_words([f" {word} ", f" {word}:", f"({word})"], style=style)
+        out.append_text(text)
+        out.append("\n")
+    out.rstrip()
+    return out
+
+
+def wrote(console: Console, path: Any, what: str = "") -> None:
+    """Announce a file written: ``wrote FILE (what)``."""
+    console.print(Text(f"wrote {path}" + (f" ({what})" if what else ""), style="bold"))

@@ -1,0 +1,85 @@
+"""perfsuite doctor on a user's script: -- python train.py ARGS, and a perf test that runs a perfsuite.Script.
+
+Every run is a fresh process; the counterfactuals run the script unchanged with perfsuite setting the training
+loader's arguments at the line that builds it. A run that fails exits non-zero naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsuite.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+FACES = ROOT / "examples" / "own_pipeline"
+DDP = ROOT / "tests" / "data" / "scripts" / "ddp"
+SHORT = ["--rounds", "2", "--steps", "4", "--warmup", "1", "--observe-steps", "1", "--period-steps", "0"]
+
+
+@pytest.fixture(scope="module")
+def faces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sys.path.insert(0, str(FACES))
+    try:
+        import make_data
+
+        return Path(make_data.write_dataset(tmp_path_factory.mktemp("faces"), count=12, size=32))
+    finally:
+        sys.path.remove(str(FACES))
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_doctor_on_the_example_script_writes_a_diagnosis_and_a_measured_counterfactual(faces, tmp_path, capsys):
+    out = tmp_path / "doctor.json"
+    command = ["python", str(FACES / "train.py"), "--data", str(faces), "--epochs", "40", "--workers", "0"]
+    assert main(["doctor", *SHORT, "--num-classes", "11", "--json", str(out), "--", *command]) == 0
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
+    assert diagnosis["findings"] and diagnosis["ledger"]["step_ms"] > 0 and diagnosis["wait"]["steps"] == 2 * 4
+    built = f"train.py:{line_of(FACES / 'train.py', 'loader = DataLoader(')}"
+    (first, *_) = diagnosis["counterfactuals"]
+    assert first["change"].endswith(f"{built} DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)")
+    assert first["pairs"] == 2 and first["ratio"] > 0 and first["low"] <= first["ratio"] <= first["high"]
+    assert any(f["kind"] == "counterfactual" and built in f["title"] for f in diagnosis["findings"])
+    assert any(built in note for note in diagnosis["notes"])
+    assert "measured: " in capsys.readouterr().out
+
+
+def test_a_run_that_fails_makes_doctor_exit_non_zero_naming_it(tmp_path, capsys):
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import torch\nfor x in torch.utils.data.DataLoader(list(range(8)), batch_size=2):\n"
+        "    raise ValueError(f'bad batch {x.tolist()}')\n"
+    )
+    assert main(["doctor", *SHORT, "--", "python", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "the round 1 unchanged run of python" in err and "ValueError: bad batch [0, 1]" in err
+    assert f'File "{script}", line 3' in err  # the script's own traceback
+
+
+def test_doctor_on_a_perf_test_whose_script_inits_a_process_group(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "doctor.json"
+    test_id = "tests/data/scripts/ddp/perf_ddp_script.py::test_ddp_script"
+    assert main(["doctor", test_id, *SHORT, "--json", str(out)]) == 0
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
+    assert diagnosis["findings"] and diagnosis["counterfactuals"]
+    assert "DistributedDataParallel" in " ".join(diagnosis["notes"])
+
+
+def test_doctor_on_a_ddp_script_launches_every_run_on_its_ranks(tmp_path):
+    out = tmp_path / "doctor.json"
+    argv = ["doctor", "--nproc-per-node", "2", "--rounds", "1", "--steps", "4", "--warmup", "1"]
+    argv += ["--observe-steps", "1", "--period-steps", "0", "--json", str(out)]
+    assert main([*argv, "--", "python", str(DDP / "train_ddp.py"), "--epochs", "50"]) == 0
+    (diagnosis,) = json.loads(out.read_text())["diagnoses"]
+    assert diagnosis["knobs"]["nproc_per_node"] == 2 and diagnosis["findings"]
+    built = f"train_ddp.py:{line_of(DDP / 'train_ddp.py', 'loader = DataLoader(')}"
+    assert diagnosis["counterfactuals"] and built in diagnosis["counterfactuals"][0]["change"]

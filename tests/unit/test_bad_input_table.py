@@ -1,0 +1,58 @@
+"""Each row of the bad-input table (docs/bad_input.md, tests/unit/bad_inputs.py) as a test: its exit status,
+one line naming the value or path (then, for a user's exception, their traceback alone), nothing created."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from bad_inputs import CASES, CLASSES, Case, prepare
+
+from perfsuite.cli.main import main
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "bad_input.md"
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if "__pycache__" not in p.parts}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.slow else []) for c in CASES])
+def test_each_row(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from perfsuite.core import cores, tmpfiles
+
+    monkeypatch.chdir(prepare(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cores, "usable_cores", lambda *a: cores.Cores(usable=2, affinity=2, quota=None, source="x"))
+    if case.disk_full:
+
+        def full(fd: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(tmpfiles.os, "fsync", full)
+    before = _tree(tmp_path)
+    try:
+        code = main(case.args())
+    except SystemExit as exc:  # argparse's refusals
+        code = int(exc.code or 0)
+    finally:
+        sys.modules.pop("bad_jobs_ps", None)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == case.exit, err
+    assert case.says in lines[0], lines[0]
+    if case.kind == "user exception":
+        assert lines[1] == "Traceback (most recent call last):" and "perfsuite/" not in err, err
+    else:
+        assert len(lines) == 1 and "Traceback" not in err, err
+    assert _tree(tmp_path) == before  # nothing created (nor a partial file, nor a temporary)
+
+
+def test_the_page_has_a_row_for_each_case_and_every_class() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    for case in CASES:
+        assert f"`{case.id}`" in page, f"docs/bad_input.md lacks {case.id}: run python scripts/bad_input_table.py"
+    assert {c.kind for c in CASES} == set(CLASSES)

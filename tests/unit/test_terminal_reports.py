@@ -1,0 +1,221 @@
+"""Snapshots of the reports people read: the terminal tables (rich, at a fixed width) and the PR markdown.
+
+A change in either shows in review as a change of a file under tests/data/snapshots/. To accept one on
+purpose: ``PERFSUITE_UPDATE_SNAPSHOTS=1 pytest tests/unit/test_terminal_reports.py``, then read the diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from perfsuite.core.results import Metric, Result
+from perfsuite.judge.verdict import Outcome, Verdict
+from perfsuite.report import terminal
+from perfsuite.report.compare import judge_paths
+from perfsuite.report.verdicts import format_markdown
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SNAPSHOTS = DATA / "snapshots"
+WIDTH = 100
+GPU_METRICS = ("gpu_util", "gpu_power_w", "gpu_mem_mb", "sm_clock_mhz", "gpu_sm_util", "gpu_sm_occupancy")
+GPU_METRICS += ("gpu_tensor_active", "gpu_dram_bw_util", "gpu_pcie_rx_mib_s", "gpu_pcie_tx_mib_s")
+
+
+def snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("PERFSUITE_UPDATE_SNAPSHOTS"):
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no snapshot {path}: run with PERFSUITE_UPDATE_SNAPSHOTS=1 once and review it"
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; review, then update the snapshot"
+
+
+def drawn(renderable: object, width: int = WIDTH) -> str:
+    console = Console(file=io.StringIO(), record=True, width=width, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def compared() -> list[Verdict]:
+    verdicts, _ = judge_paths(DATA / "results" / "base.json", DATA / "results" / "head_slow.json", 1.05, 0.01, False)
+    return verdicts
+
+
+INCONCLUSIVE = Verdict(
+    "tests/perf/test_loader.py::test_loader_settings[gray_classifier-workers0]",
+    "step_ms",
+    31.9,
+    33.1,
+    1.038,
+    Outcome.INCONCLUSIVE,
+    "step_ms median 31.9 -> 33.1 ms (x1.038, 99% CI x0.97..x1.11, n=20/20): too noisy to tell: the interval "
+    "spans the margin",
+)
+
+
+def test_compare_at_a_terminal_is_a_table_with_no_markdown() -> None:
+    text = drawn(terminal.verdicts_report(compared() + [INCONCLUSIVE], width=WIDTH))
+    assert "<br>" not in text and "<details>" not in text and "|---" not in text
+    assert "12.9 ms" in text  # human units, not 12.92 or 1.29e+01
+    assert "to decide: about 4x the steps on both sides (--steps 80" in text and "perfsuite ab" in text
+    snapshot("compare_terminal.txt", text)
+
+
+def test_compare_markdown_for_a_pr_comment_says_what_would_decide_too() -> None:
+    text = format_markdown(compared() + [INCONCLUSIVE])
+    assert "<br>to decide: about 4x the steps" in text
+    snapshot("compare_markdown.md", text)
+
+
+def test_a_first_run_counts_its_empty_new_rows_on_one_line() -> None:
+    new = [Verdict(f"t{i}", "timing", None, None, None, Outcome.NEW, "no timing baseline") for i in range(24)]
+    text = drawn(terminal.verdicts_report(new, width=WIDTH))
+    assert "24 result(s) new: no baseline on this machine yet" in text
+    assert "timing" not in text  # no rows of '-'
+
+
+def cpu_run() -> Result:
+    result = Result.from_json((DATA / "results" / "head_slow.json").read_text(encoding="utf-8"))
+    gpu = {n: Metric.unavailable(n, "device=cpu: GPU telemetry needs a CUDA device", "fraction") for n in GPU_METRICS}
+    return dataclasses.replace(result, metrics={**result.metrics, **gpu})
+
+
+def test_a_cpu_run_prints_one_line_about_gpu_telemetry() -> None:
+    lines = terminal.run_lines(cpu_run())
+    about_gpu = [line for line in lines if "gpu" in line.lower()]
+    assert len(about_gpu) == 1, about_gpu
+    assert about_gpu[0].strip().startswith("GPU telemetry: unavailable on a CPU run (10 metrics")
+    snapshot("run_terminal.txt", "\n".join(lines) + "\n")
+
+
+def test_the_session_summary_at_a_fixed_width() -> None:
+    result = cpu_run()
+    text = terminal.session_summary(compared(), {"head_slow": result}, {"head_slow": (3, 4)}, WIDTH, markup=False)
+    assert "input eff:" in text  # the people table's labels are explained
+    snapshot("session_summary.txt", text + "\n")
+
+
+AB = {
+    "base": {"rev": "main", "sha": "a" * 40},
+    "head": {"rev": "feature", "sha": "b" * 40},
+    "environment": "both sides in the current environment",
+    "rule": {"factor": 1.05, "margin": 1.03, "alpha": 0.01, "confidence": 0.9, "min_pairs": 3, "statistic": "min"},
+    "rounds": 3,
+    "runs": 12,
+    "elapsed_s": 171.4,
+    "stopped": "time budget 180 s (a round takes about 57 s)",
+    "problems": [],
+    "regressed": True,
+    "tests": [
+        {
+            "test_id": "tests/perf/test_step.py::test_step[face_parsing]",
+            "verdict": "regressed",
+            "step_ms_per_sample": {
+                "outcome": "regressed",
+                "ratio": 1.21,
+                "low": 1.15,
+                "high": 1.27,
+                "pairs": 6,
+                "reason": "slower than x1.05, signed-rank p=0.016",
+                "needs": "",
+            },
+            "tails": {},
+            "exact": [],
+            "shown": {"samples_per_s": {"base": 480.0, "head": 397.0}},
+            "missing": [],
+        },
+        {
+            "test_id": "tests/perf/test_loader.py::test_loader[gray_classifier]",
+            "verdict": "unknown",
+            "step_ms_per_sample": {
+                "outcome": "unknown",
+                "ratio": 1.02,
+                "low": 0.96,
+                "high": 1.09,
+                "pairs": 6,
+                "reason": "the interval spans both margins",
+                "needs": "about 6 more pairs would narrow it to the margin",
+            },
+            "tails": {},
+            "exact": [],
+            "shown": {},
+            "missing": [],
+        },
+    ],
+}
+
+
+def test_ab_at_a_terminal_is_a_table_and_an_undecided_test_says_what_would_decide() -> None:
+    text = drawn(terminal.ab_report(AB))
+    assert "<details>" not in text and "|---" not in text
+    assert "about 6 more pairs" in text and "a larger --budget runs more rounds" in text
+    snapshot("ab_terminal.txt", text)
+
+
+def test_doctor_and_tune_lines_keep_their_words_and_only_gain_style() -> None:
+    lines = ["perfsuite doctor: face_parsing", "bottleneck: the loader", "  - num_workers 0 -> 2: gain (x1.8)"]
+    assert drawn(terminal.styled_lines(lines)).splitlines() == lines
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_verdict_table_keeps_metric_and_verdict_whole_at_any_width(width: int) -> None:
+    text = drawn(terminal.verdict_table([INCONCLUSIVE], width), width)
+    row = next(line for line in text.splitlines() if "step_ms" in line)
+    assert "inconclusive" in row and row.rstrip().endswith("inconclusive")
+
+
+def test_a_live_line_is_quiet_off_a_terminal_and_estimates_the_time_left_from_the_first_round() -> None:
+    from perfsuite.cli import progress
+
+    assert progress.live_line("x", io.StringIO()) is None  # piped: nothing drawn
+    line = progress.LiveLine("perfsuite doctor", io.StringIO())
+    now = [100.0]
+    line._time = lambda: now[0]  # type: ignore[method-assign]
+    line.update("round 1/3: as it is")
+    assert line.time_left(now[0]) is None  # nothing to go on before the first round ends
+    now[0] = 130.0
+    line.update("round 2/3: as it is")
+    assert line.time_left(now[0]) == 60.0  # two rounds left (this one included) of 30 s
+    assert line.time_left(now[0] + 10.0) == 50.0
+    line.stop()
+
+
+def test_gpu_only_unavailable_verdicts_collapse_to_one_line() -> None:
+    why = "device=cpu: GPU telemetry needs a CUDA device"
+    gpu = [
+        Verdict(f"t{i}", m, None, None, None, Outcome.UNAVAILABLE, f"{m} unavailable: {why}")
+        for i in range(3)
+        for m in GPU_METRICS[:2]
+    ]
+    other = Verdict(
+        "t0", "graph_breaks", None, None, None, Outcome.UNAVAILABLE, "graph_breaks unavailable: compile=None"
+    )
+    lines = terminal.unavailable_lines([*gpu, other])
+    assert lines == [
+        "unavailable: t0: graph_breaks unavailable: compile=None",
+        "GPU telemetry: unavailable on a CPU run (2 metrics: gpu_power_w, gpu_util; 6 verdicts, each with its "
+        "reason above)",
+    ]
+
+
+def test_compare_writes_the_markdown_file_it_is_asked_for_announces_it_and_never_overwrites(tmp_path: Path) -> None:
+    from perfsuite.cli.main import main
+
+    out = tmp_path / "pr.md"
+    argv = ["compare", str(DATA / "results" / "base.json"), str(DATA / "results" / "head_slow.json")]
+    err = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()) as stdout:
+        assert main([*argv, "--markdown", str(out)]) == 1  # head_slow regressed
+    assert out.read_text(encoding="utf-8") == format_markdown(compared())
+    assert f"wrote {out} (markdown for a PR comment)" in err.getvalue()
+    assert "| test | metric |" in stdout.getvalue()  # stdout is no terminal here: markdown too
+    with contextlib.redirect_stderr(err):
+        assert main([*argv, "--markdown", str(out)]) == 2
+    assert "exists; remove it or give another file" in err.getvalue()
