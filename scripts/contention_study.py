@@ -120,6 +120,7 @@ def judge_pair(base: Any, head: Any) -> dict[str, Any]:
 def _save(data: dict[str, Any]) -> None:
     DATA.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=DATA.parent, prefix=".contention_study.")
+    os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the kept data private to whoever ran the study
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1)
     os.replace(tmp, DATA)
