@@ -29,8 +29,8 @@ from perfsuite.core.results import Result
 from perfsuite.judge.verdict import Outcome, Verdict
 
 # scripts/contention_study.py (docs/contention.md, "The study"): CPU_BOUND is the highest foreign load measured at
-# which no A/A cell of the CPU-time metrics alarmed (87%: loader_cpu_ms_per_sample alarmed x1.12 in an A/A pair at
-# 88-89%), rounded down. WALL_BOUND could not be set
+# which no A/A cell of the CPU-time metrics alarmed (87-89%: loader_cpu_ms_per_sample alarmed x1.12 in an A/A pair
+# at 88-89%), rounded down to 5%. WALL_BOUND could not be set
 # by that study: its runs never saw a foreign load below 76% (8 sessions on 2 cores), and there step_ms moved
 # x0.52..x1.91 between A/A runs while a +30% step was detected in none of its pairs; 10% (a neighbour holding a
 # tenth of the usable cores) is the bound set before it, to be replaced by a study on a quieter machine.

@@ -160,22 +160,21 @@ def test_environment_round_trips_through_json_and_a_bad_one_names_its_field() ->
 
 
 def _run_under(busy: int) -> dict:
-    """A perfsuite run of a tiny reference workload (a fixed count of steps) with ``busy`` spinning processes.
-
-    The spinners are started by a shell, so they are not this process's children: the run's tree is not theirs.
-    """
+    """A perfsuite run of a tiny reference workload (a fixed count of steps) with ``busy`` spinning processes."""
     from perfsuite.harness.runner import RunSpec, run
 
-    spin = f"{sys.executable} -c 'while True: pass' & "
-    shell = subprocess.Popen(["/bin/sh", "-c", spin * busy + "wait"], start_new_session=True)
+    # a subshell starts each spinner and exits, so init adopts it: not a descendant, not the run's own CPU
+    spin = f"( {sys.executable} -c 'while True: pass' </dev/null >/dev/null 2>&1 & echo $! ); "
+    started = subprocess.run(["/bin/sh", "-c", spin * busy], capture_output=True, text=True, timeout=30, check=True)
+    pids = [int(pid) for pid in started.stdout.split()]
     try:
         time.sleep(0.3)  # the spinners get scheduled before the run starts
         spec = RunSpec("gray_classifier", steps=6, warmup=1, observe_steps=0, period_steps=0, sol_steps=2)
         result = run(spec, probes=[ContentionProbe()])
         return result.environment["contention"]["window"]
     finally:
-        os.killpg(shell.pid, signal.SIGTERM)
-        shell.wait(5)
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
 
 
 @pytest.mark.slow
