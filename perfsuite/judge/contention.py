@@ -115,12 +115,18 @@ class Guard:
         clock = clock_of(spec)
         if not self.contended(clock) or verdict.outcome in (Outcome.UNAVAILABLE, Outcome.NEW):
             return verdict
-        what = (
-            f"wall-clock figures not comparable (bound {self.wall_bound:.0%}); exact counters and the CPU "
-            "ledger judged as usual"
-            if clock == "wall"
-            else f"even CPU-time figures not comparable (bound {self.cpu_bound:.0%}); exact counters judged as usual"
-        )
+        if clock == "cpu":
+            what = f"even CPU-time figures not comparable (bound {self.cpu_bound:.0%}); exact counters judged as usual"
+        elif self.contended("cpu"):
+            what = (
+                f"wall-clock figures not comparable (bound {self.wall_bound:.0%}), nor the CPU ledger's (bound "
+                f"{self.cpu_bound:.0%}); exact counters judged as usual"
+            )
+        else:
+            what = (
+                f"wall-clock figures not comparable (bound {self.wall_bound:.0%}); exact counters and the CPU "
+                "ledger judged as usual"
+            )
         return replace(
             verdict,
             outcome=Outcome.INCONCLUSIVE,
@@ -163,8 +169,14 @@ def session_line(results: Mapping[str, Result]) -> str | None:
     if not over:
         return f"contention: every run within the bound ({WALL_BOUND:.0%}); the worst: {worst.describe()}"
     shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+    cpu_over = sum((ld.foreign or 0.0) > CPU_BOUND for ld in known.values())
+    rest = (
+        f"; {cpu_over} beyond the CPU-time bound ({CPU_BOUND:.0%}) too, whose CPU ledger verdicts abstain as well; "
+        "exact counters are judged as usual"
+        if cpu_over
+        else "; exact counters and the CPU ledger are judged as usual"
+    )
     return (
         f"contention: {len(over)} of {len(known)} runs contended beyond the bound ({WALL_BOUND:.0%}: {shown}); "
-        f"the worst: {worst.describe()}: their wall-clock verdicts abstain, exact counters and the CPU ledger are "
-        "judged as usual"
+        f"the worst: {worst.describe()}: their wall-clock verdicts abstain{rest}"
     )

@@ -119,6 +119,7 @@ def test_cpu_time_is_judged_under_a_load_that_stops_wall_clock_and_abstains_beyo
     v = verdicts(result(100.0, contention(0.03), cpu=10.0), result(170.0, contention(0.95), cpu=15.0))
     assert v["step_cpu_ms"].outcome is Outcome.INCONCLUSIVE
     assert "even CPU-time figures not comparable" in v["step_cpu_ms"].message
+    assert "nor the CPU ledger's" in v["step_ms"].message  # the wall-clock message does not promise it judged
 
 
 def test_an_unchanged_wall_clock_verdict_under_contention_is_not_unchanged_either() -> None:
@@ -214,6 +215,7 @@ def test_the_session_line_counts_contended_runs_and_shows_the_worst() -> None:
     runs = {"a": result(1.0, contention(0.02)), "b": result(1.0, contention(0.97, 0.99)), "c": result(1.0)}
     line = session_line(runs) or ""
     assert line.startswith("contention: 1 of 2 runs contended") and "b" in line and "97%" in line
+    assert "1 beyond the CPU-time bound" in line  # 97% is beyond the CPU ledger's bound too
     assert "every run within the bound" in (session_line({"a": runs["a"]}) or "")
     assert session_line({"c": runs["c"]}) is None
 
