@@ -10,9 +10,11 @@ without running anything (``--table``)::
 
 A *cell* is (job, busy processes, variant). Variants: ``aa`` (the same code on both sides), ``slow10`` and
 ``slow30`` (the head's step sleeps 10% / 30% of the job's quiet median step: the wall clock moves, no exact
-counter does). Busy processes are ``python -c 'while True: pass'`` started by a shell, so they are not the run's
-children. Each run is one in-process ``perfsuite.run`` (warm-up, the window, the speed-of-light steps, the loader
-ledger); each pair is judged by the shipped engine with the guard off, and the guard is applied afterwards at
+counter does). Busy processes are ``python -c 'while True: pass'`` started by a subshell that exits, so they are
+not the run's descendants (until 2026-11-26 13:10 UTC they were a shell's children, which the probe counted as
+the run's own tree: the busy cells kept before then understate the foreign load by the spinners' share). Each
+run is one in-process ``perfsuite.run`` (warm-up, the window, the speed-of-light steps, the loader ledger);
+each pair is judged by the shipped engine with the guard off, and the guard is applied afterwards at
 every candidate bound, so one study prices every bound.
 """
 
@@ -44,20 +46,31 @@ VARIANTS = {"aa": 0.0, "slow10": 0.10, "slow30": 0.30}
 BUDGET = 0.005  # the issue's false-alarm budget per cell
 
 
+def spin_elsewhere(n: int) -> list[int]:
+    """Start ``n`` spinning processes that are not this process's descendants (a subshell starts each and exits,
+    so init adopts it): the run's process tree, which the contention probe counts as its own, is not theirs."""
+    spin = f"( {sys.executable} -c 'while True: pass' </dev/null >/dev/null 2>&1 & echo $! ); "
+    out = subprocess.run(["/bin/sh", "-c", spin * n], capture_output=True, text=True, timeout=30, check=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def stop_spinners(pids: list[int]) -> None:
+    """SIGTERM each spinner this script started, by its id (checked to still be a spinner)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if b"while True: pass" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def busy(n: int) -> Iterator[None]:
-    """``n`` spinning processes (a shell's children, not ours) for the duration."""
-    if n <= 0:
-        yield
-        return
-    spin = f"{sys.executable} -c 'while True: pass' & "
-    shell = subprocess.Popen(["/bin/sh", "-c", spin * n + "wait"], start_new_session=True)
+    """``n`` spinning processes, not the run's descendants, for the duration."""
+    pids = spin_elsewhere(n) if n > 0 else []
     try:
-        time.sleep(0.5)
+        time.sleep(0.5 if pids else 0.0)
         yield
     finally:
-        os.killpg(shell.pid, signal.SIGTERM)
-        shell.wait(10)
+        stop_spinners(pids)
 
 
 def _faces() -> Any:
@@ -120,6 +133,7 @@ def judge_pair(base: Any, head: Any) -> dict[str, Any]:
 def _save(data: dict[str, Any]) -> None:
     DATA.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=DATA.parent, prefix=".contention_study.")
+    os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the kept data private to whoever ran the study
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1)
     os.replace(tmp, DATA)

@@ -17,8 +17,9 @@ from perfsuite.cli.main import main
         (["face_parsing", "--knobs", "num_workers,amp"], "cannot search amp"),
         (["face_parsing", "--require", "min_samples_per_s"], "write BOUND=VALUE"),
         (["face_parsing", "--require", "max_syncs_per_step=0"], "bound one of those"),
+        (["face_parsing", "--max-rounds", "3"], "--max-rounds 3 cannot decide a gain"),
     ],
-    ids=["unknown", "delta", "margin", "workers", "knob", "require-form", "require-metric"],
+    ids=["unknown", "delta", "margin", "workers", "knob", "require-form", "require-metric", "rounds"],
 )
 def test_bad_input_exits_2_saying_what_to_write(args, message, capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
