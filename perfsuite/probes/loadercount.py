@@ -11,7 +11,7 @@ stage (``__getitem__``, its ``transform`` where the Dataset holds one, ``collate
 * **read bytes**: bytes this thread read from files, pipes and sockets (``rchar`` of ``/proc/thread-self/io``);
 * **blocking calls**: the calls among them that wait (``time.sleep``, file and socket reads, lock waits);
 * **allocated bytes**: the peak of Python and NumPy allocations above the stage's start (``tracemalloc``;
-  torch's own allocator is not traced); *noisy*: it moved by ~0.03% between fresh processes (what the
+  torch's own allocator is not traced); *noisy*: it moved by up to 3% between fresh processes (what the
   interpreter's free lists hold depends on the process's history), so it is never judged exactly;
 * **output**: the bytes, dtypes and shapes leaving each stage (``ndarray uint8 64x64``);
 * **off-CPU time**: wall minus thread CPU per stage, the one *noisy* figure (a sleep or a slow read).
