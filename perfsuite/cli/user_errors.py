@@ -83,14 +83,19 @@ def describe(exc: BaseException, target: str) -> UserError | None:
 
 
 def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
-    """The runner's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run`."""
+    """The run's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run` (read from its
+    driver, or, in a runner of before the driver, from its own locals)."""
     phase, steps = None, None
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_name == "run" and code.co_filename.endswith(str(Path("harness", "runner.py"))):
             local = tb.tb_frame.f_locals
-            phase = local.get("phase") if isinstance(local.get("phase"), str) else None
-            k = local.get("k")
+            state = local.get("driver", None)  # the phases' state lives on the driver (perfsuite.harness.driver)
+            if state is None or not isinstance(getattr(state, "phase", None), str):
+                state = None
+            phase = state.phase if state is not None else local.get("phase")
+            phase = phase if isinstance(phase, str) else None
+            k = getattr(state, "k", None) if state is not None else local.get("k")
             steps = k if isinstance(k, int) and k > 0 and phase != "set-up" else None
         tb = tb.tb_next
     return phase, steps

@@ -263,3 +263,15 @@ def test_a_second_stop_changes_nothing_and_the_window_is_bracketed_by_the_calibr
     assert set(figures) >= {"window", "speed_of_light", "calibration"}
     assert set(figures["calibration"]) == {"before", "after"}
     assert all(c["cpu_ms"] > 0 and c["wall_over_cpu"] > 0 for c in figures["calibration"].values())
+
+
+def test_the_wall_clock_bound_can_be_raised_and_a_bad_value_is_named(monkeypatch):
+    from perfsuite.errors import PerfsuiteError
+    from perfsuite.judge import contention
+
+    assert contention.wall_bound() == contention.WALL_BOUND
+    monkeypatch.setenv("PERFSUITE_WALL_BOUND", "1")
+    assert contention.Guard(contention.Load(None, None, None), contention.Load(None, None, None)).wall_bound == 1.0
+    monkeypatch.setenv("PERFSUITE_WALL_BOUND", "lots")
+    with pytest.raises(PerfsuiteError, match="PERFSUITE_WALL_BOUND='lots'"):
+        contention.wall_bound()
