@@ -776,24 +776,21 @@ def _rounds(
 
 
 def _two_level(
-    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stat: Callable[[list[float], list[float]], float]
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stat: Callable[[Any, Any], float]
 ) -> tuple[float, float, float]:
-    """(estimate, low, high) of stat(a's values, b's values): runs resampled, then the steps within each run, so the
-    interval covers the runs' differences as well as the steps'."""
+    """(estimate, low, high) of stat(a's values, b's values) (numpy arrays): runs resampled, then the steps within
+    each run, so the interval covers the runs' differences as well as the steps'."""
     import numpy as np
 
     rng = np.random.default_rng(5)
     pairs = [(np.asarray(x, float), np.asarray(y, float)) for x, y in zip(a, b) if len(x) and len(y)]
-    estimate = stat([v for x, _ in pairs for v in x], [v for _, y in pairs for v in y])
-    draws = []
-    for _ in range(BOOTSTRAP):
-        xs: list[float] = []
-        ys: list[float] = []
-        for r in rng.integers(0, len(pairs), len(pairs)):
-            x, y = pairs[r]
-            xs.extend(x[rng.integers(0, len(x), len(x))])
-            ys.extend(y[rng.integers(0, len(y), len(y))])
-        draws.append(stat(xs, ys))
+    estimate = stat(np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs]))
+    draws = np.empty(BOOTSTRAP)
+    for k in range(BOOTSTRAP):
+        chosen = [pairs[r] for r in rng.integers(0, len(pairs), len(pairs))]
+        xs = np.concatenate([x[rng.integers(0, len(x), len(x))] for x, _ in chosen])
+        ys = np.concatenate([y[rng.integers(0, len(y), len(y))] for _, y in chosen])
+        draws[k] = stat(xs, ys)
     lo, hi = np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100])
     return float(estimate), float(lo), float(hi)
 
@@ -807,7 +804,7 @@ def _cached(
 ) -> dict[str, Any]:
     """Fed a cached batch, the step takes X ms [CI]; the input costs the steady step less that, Y ms/step [CI]
     (periodic work left out: an evaluation is not the input's)."""
-    import statistics
+    import numpy as np
 
     if not any(sol) or not any(host):
         return {"available": False, "reason": "no speed-of-light steps were run"}
@@ -815,8 +812,8 @@ def _cached(
         why = next((n for n in ledger.get("notes", []) if n.startswith("compute unavailable")), "")
         return {"available": False, "reason": why.removeprefix("compute unavailable: ") or "compute unavailable"}
     steady = _rounds(host, fetch or [[0.0] * len(h) for h in host], periodic or {})
-    x, x_lo, x_hi = _two_level(sol, sol, lambda s, _: statistics.median(s))
-    cost, lo, hi = _two_level(steady, sol, lambda h, s: sum(h) / len(h) - statistics.median(s))
+    x, x_lo, x_hi = _two_level(sol, sol, lambda s, _: float(np.median(s)))
+    cost, lo, hi = _two_level(steady, sol, lambda h, s: float(h.mean() - np.median(s)))
     return {
         "available": True,
         "step_ms": _mean(steady),
@@ -839,7 +836,7 @@ def _efficiency(
 ) -> dict[str, Any]:
     """Input efficiency with its interval: the cached-batch step's median over the steady mean step (periodic work
     left out), never above 1; unavailable, with the reason, when the cached-batch steps ran on a busier machine."""
-    import statistics
+    import numpy as np
 
     if not any(sol):
         return {"available": False, "reason": "no speed-of-light steps were run"}
@@ -848,9 +845,9 @@ def _efficiency(
         return {"available": False, "reason": why.removeprefix("compute unavailable: ")}
     steady = _rounds(host, fetch or [[0.0] * len(h) for h in host], periodic)
 
-    def eff(h: list[float], s: list[float]) -> float:
-        mean = sum(h) / len(h)
-        return min(1.0, statistics.median(s) / mean) if mean > 0 else 0.0
+    def eff(h: Any, s: Any) -> float:
+        mean = float(h.mean())
+        return min(1.0, float(np.median(s)) / mean) if mean > 0 else 0.0
 
     value, lo, hi = _two_level(steady, sol, eff)
     return {

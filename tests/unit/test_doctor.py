@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -158,3 +160,176 @@ def test_an_existing_output_file_is_not_overwritten_unless_asked(tmp_path, capsy
     out.write_text("mine")
     assert main(["doctor", "gray_classifier", "--markdown", str(out)]) == 2
     assert "exists; pass --overwrite" in capsys.readouterr().err and out.read_text() == "mine"
+
+
+# --------------------------------------------------------------------------- findings on hand-made runs
+
+
+def _result(
+    workers: int = 2,
+    persistent: bool = False,
+    by: dict[str, float] | None = None,
+    process_ms: float = 6.2,
+    fetch: list[float] | None = None,
+    host: list[float] | None = None,
+    sol: list[float] | None = None,
+    epoch_fetch: list[float] | None = None,
+    samples_per_s: float = 10.0,
+    cores_busy: float = 0.5,
+) -> Any:
+    from fixed_fingerprint import FP
+
+    from perfsuite.core.results import Metric, Result
+
+    by = by if by is not None else {"__getitem__": 0.3, "transform": 0.5, "collate_fn": 0.03}
+    replayed = sum(by.values())
+    code = {"__getitem__": "Faces.__getitem__", "transform": "Faces.transform", "collate_fn": "default_collate"}
+    fetch = fetch if fetch is not None else [200.0, 10.0, 0.0] * 6
+    host = host if host is not None else [400.0, 150.0, 140.0] * 6
+    epochs = epoch_fetch if epoch_fetch is not None else [f for f in fetch if f >= 200.0]
+    metrics = {
+        "samples_per_s": Metric("samples_per_s", samples_per_s, "samples/s"),
+        "loader_cpu_ms_per_sample": Metric(
+            "loader_cpu_ms_per_sample", replayed, "ms/sample", detail={"by": by, "code": code}
+        ),
+        "loader_process_cpu_ms_per_sample": Metric(
+            "loader_process_cpu_ms_per_sample",
+            process_ms,
+            "ms/sample",
+            detail={"epochs_started": len(epochs), "cores_busy": cores_busy},
+        ),
+        "main_load_ms_per_step": Metric("main_load_ms_per_step", 1.0, "ms/step"),
+        "loader_capacity_samples_per_s": Metric(
+            "loader_capacity_samples_per_s",
+            2e3 / replayed,
+            "samples/s",
+            detail={"after_overhead": 2e3 / max(process_ms, replayed), "usable_cores": 2},
+        ),
+        "loader_headroom": Metric(
+            "loader_headroom", 30.0, "x", detail={"demand": "the speed of light: the step fed a cached batch"}
+        ),
+    }
+    return Result(
+        workload="faces",
+        scale="smoke",
+        knobs={"num_workers": workers, "persistent_workers": persistent},
+        metrics=metrics,
+        samples={"fetch_ms": fetch, "host_step_ms": host, "sol_step_ms": sol or [120.0] * 5, "epoch_fetch_ms": epochs},
+        fingerprint=FP,
+        batch_size=4,
+        steps=len(host),
+        warmup=2,
+    )
+
+
+def _assess(results: list[Any], cf: dict[str, list[Any]] | None = None, arms: list[Any] | None = None, loads=None):
+    return doctor.assess("faces", results, [], cf or {}, arms or [], {}, 2, loads or [])
+
+
+def test_worker_start_up_at_each_epoch_maps_to_persistent_workers_with_predicted_and_measured_gains() -> None:
+    """Observed: 67-94% of the loader's CPU 'forking workers at each epoch' and no finding naming the fix."""
+    base = [_result(samples_per_s=10.0), _result(samples_per_s=11.0)]
+    tried = [_result(persistent=True, samples_per_s=15.0), _result(persistent=True, samples_per_s=16.0)]
+    arm = doctor.Arm("persistent", "persistent_workers False -> True", "DataLoader(persistent_workers=True)", None)  # type: ignore[arg-type]
+    d = _assess(base, {"persistent": tried}, [arm])
+    worker = next(f for f in d.findings if f["kind"] == "stage:worker processes")
+    assert worker["fix"].startswith("DataLoader(persistent_workers=True)")
+    assert worker["predicted"]["ratio"] > 1.0 and worker["measured"]["pairs"] == 2
+    assert worker["measured"]["ratio"] == pytest.approx(((15 / 10) * (16 / 11)) ** 0.5)
+    assert "predicted x" in worker["effect"] and "measured x" in worker["effect"]
+
+
+def test_every_loader_stage_that_costs_maps_to_its_own_fix() -> None:
+    r = _result(by={"__getitem__": 3.0, "collate_fn": 2.0, "transform": 0.1}, process_ms=5.0)
+    d = _assess([r])
+    fixes = {f["kind"]: f for f in d.findings if f["kind"].startswith("stage:")}
+    assert "store images at the size you train on" in fixes["stage:__getitem__"]["fix"]
+    assert "decode on the GPU" in fixes["stage:__getitem__"]["fix"]
+    assert "default_collate" in fixes["stage:collate_fn"]["fix"]
+    assert "stage:transform" not in fixes  # 2% of the loader: no finding of its own
+    assert all("not tried:" in f["effect"] for f in fixes.values())  # a code change: said why it was not tried
+
+
+def test_the_headline_is_the_bottleneck_never_a_statistical_caveat() -> None:
+    """Observed headline: 'data wait between bands ... run longer'."""
+    fetch = [5.0, 35.0] * 9
+    d = _assess([_result(fetch=fetch, host=[100.0] * 18, epoch_fetch=[])])
+    assert d.wait["band"] is None  # the interval spans the 20% edge
+    assert "between bands" not in d.bottleneck and "run longer" not in d.findings[0]["fix"]
+    assert d.bottleneck.startswith("highly input-bound") and "spans the 20% edge" in d.findings[0]["evidence"]
+
+
+def test_headroom_above_1_beside_a_data_wait_is_reconciled_in_one_sentence() -> None:
+    """Observed: 'loader headroom x8.08' beside a 27% data wait, and no sentence saying why."""
+    d = _assess([_result()])
+    assert d.stages["headroom"] > 1 and d.wait["share"] > 0.2
+    sentence = d.stages["reconcile"]
+    assert sentence.startswith(f"headroom x{d.stages['headroom']:.2f} yet data wait")
+    assert "epoch start" in sentence and "share 2 core(s)" in sentence
+
+
+def test_the_busy_machine_finding_gives_its_figures_and_the_fix() -> None:
+    loads = [{"cpu_pressure": 0.99, "run_queue_per_core": 3.2, "steal": 0.001, "source": "test"}]
+    d = _assess([_result(cores_busy=1.4)], loads=loads)
+    busy = next(f for f in d.findings if f["kind"] == "busy")
+    assert "99% of the time" in busy["evidence"] and "3.2 runnable tasks per usable core" in busy["evidence"]
+    assert "1.40 of the 2 usable core(s)" in busy["evidence"]
+    assert "fewer workers" in busy["fix"] and "decode moved off the CPU" in busy["fix"]
+    quiet = _assess([_result(cores_busy=0.2)], loads=[{"cpu_pressure": 0.01, "run_queue_per_core": 0.3}])
+    assert not any(f["kind"] == "busy" for f in quiet.findings)
+
+
+def test_contention_figures_prefer_the_results_own() -> None:
+    r = _result()
+    assert doctor.contention_figures(r, {"cpu_pressure": 0.5})["cpu_pressure"] == 0.5
+    from types import SimpleNamespace
+
+    recorded = SimpleNamespace(environment={"contention": {"cpu_pressure": 0.9}})  # a Result that records its own
+    got = doctor.contention_figures(recorded, {"cpu_pressure": 0.5})  # type: ignore[arg-type]
+    assert got["cpu_pressure"] == 0.9 and got["source"] == "the Result's environment"
+
+
+def test_load_over_a_run_from_recorded_readings(tmp_path) -> None:
+    f = tmp_path / "cpu"
+    f.write_text(
+        "some avg10=99.00 avg60=80.00 avg300=40.00 total=5000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert doctor._pressure_total_us(str(f)) == 5_000_000
+    assert doctor._pressure_total_us(str(tmp_path / "absent")) is None
+    before = {"t": 10.0, "pressure_us": 5_000_000, "steal_s": 1.0, "cpu_s": 100.0, "load1": 1.0}
+    after = {"t": 12.0, "pressure_us": 6_500_000, "steal_s": 1.2, "cpu_s": 104.0, "load1": 6.0}
+    load = doctor.load_over(before, after, usable=2)
+    assert load["cpu_pressure"] == pytest.approx(0.75) and load["steal"] == pytest.approx(0.05)
+    assert load["run_queue_per_core"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(
+    "workers,persistent,epochs,expected",
+    [
+        (2, False, 3, ["persistent", "workers"]),
+        (2, True, 3, ["workers"]),
+        (2, False, 0, ["workers"]),
+        (1, False, 2, ["persistent", "workers"]),
+    ],
+)
+def test_the_arms_tried_follow_the_evidence(workers: int, persistent: bool, epochs: int, expected: list[str]) -> None:
+    """Fewer workers are tried exactly when they fill the cores (observed: no counterfactual 'because 8 workers
+    fill 2 cores'); persistent workers when they were forked again at an epoch in the window."""
+    from perfsuite.harness.runner import RunSpec
+
+    r = _result(workers=workers, persistent=persistent, epoch_fetch=[200.0] * epochs)
+    r.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = epochs
+    arms, why = doctor.choose_arms(RunSpec("face_parsing"), r, usable=2)
+    assert [a.key for a in arms] == expected
+    workers_arm = next(a for a in arms if a.key == "workers")
+    assert workers_arm.label == f"num_workers {workers} -> {1 if workers == 2 else 2}"
+    assert "threads" in why  # a reference workload: perfsuite fits its threads already
+    if "persistent" in expected:
+        arm = next(a for a in arms if a.key == "persistent")
+        assert arm.spec.knobs.loader.persistent_workers and arm.spec.knobs.loader.num_workers == workers
+
+
+def test_a_cloned_loader_can_persist() -> None:
+    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1)
+    assert doctor.clone_loader(loader, 1, persistent=True).persistent_workers
+    assert not doctor.clone_loader(loader, 1).persistent_workers  # the loader's own setting
