@@ -1052,10 +1052,11 @@ def _stage_fix(stage: str, code: str, result: Result) -> str:
     return STAGE_FIXES.get(stage, "make {code} cheaper").format(code=code)
 
 
-def _stage_findings(d: Diagnosis, result: Result, band: str, share: str) -> list[dict[str, Any]]:
-    """One finding per loader stage that costs a share of its CPU, each with its own fix, costliest first."""
+def _stage_findings(d: Diagnosis, result: Result, band: str, first: str, share: str) -> list[dict[str, Any]]:
+    """One finding per loader stage that costs a share of its CPU, each with its own fix, costliest first (the
+    first one's evidence ``first``, the others' ``share``)."""
     stages = d.stages
-    out = []
+    out: list[dict[str, Any]] = []
     for name, ms in sorted(stages.get("by", {}).items(), key=lambda kv: -kv[1]):
         part = stages["shares"].get(name, 0.0)
         if part < STAGE_SHARE and name != stages.get("costliest"):
@@ -1076,7 +1077,8 @@ def _stage_findings(d: Diagnosis, result: Result, band: str, share: str) -> list
         out.append(
             _finding(
                 f"{band}: {label} is {name}",
-                f"{share}; {name} ({code}) costs {ms:.3g} ms of CPU per sample, {part:.0%} of the loader's",
+                f"{share if out else first}; {name} ({code}) costs {ms:.3g} ms of CPU per sample, {part:.0%} of the "
+                "loader's",
                 _stage_fix(name, code, result),
                 f"stage:{name}",
                 predict_cut(d, part, name),
@@ -1126,7 +1128,11 @@ def _busy_finding(d: Diagnosis, result: Result) -> dict[str, Any] | None:
             "basis": "an upper bound: the step got its cores back and took what it takes fed a cached batch",
         }
     else:
-        predicted = {"reason": "compute was not told apart from the rest, so the step's wait for a core is not known"}
+        predicted = (
+            {"ratio": 1.0, "basis": "the window's steps took no longer than the same step fed a cached batch"}
+            if rest is not None
+            else {"reason": "compute was not told apart from the rest, so the step's wait for a core is not known"}
+        )
     return _finding(
         "busy machine (noisy neighbour): the step waits for a core",
         "; ".join(figures) + f" (read by {c.get('source')})",
@@ -1146,8 +1152,7 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
     share = f"data wait {wait['share']:.1%}{_ci(wait['low'] * 100, wait['high'] * 100, '.1f', '%')}"
     if not wait.get("band"):
         share += f" (the interval spans the {wait.get('edge', 0):.0%} edge: {wait.get('between')}; --rounds narrows it)"
-    if stages.get("reconcile"):
-        share += f"; {stages['reconcile']}"
+    reconciled = f"{share}; {stages['reconcile']}" if stages.get("reconcile") else share
     input_bound = band in ("moderately input-bound", "highly input-bound")
     nw = stages.get("num_workers")
     busy = _busy_finding(d, result)
@@ -1157,7 +1162,7 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
             out.append(
                 _finding(
                     f"{band}: num_workers=0, the training process loads every batch between its steps",
-                    f"{share}; the training process spends {stages.get('main_load_ms_per_step') or 0:.3g} ms of "
+                    f"{reconciled}; the training process spends {stages.get('main_load_ms_per_step') or 0:.3g} ms of "
                     "CPU per step in next(loader)",
                     f"DataLoader(num_workers={k}, persistent_workers=True)",
                     "num_workers",
@@ -1165,7 +1170,7 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
                     _measured(d, "workers"),
                 )
             )
-        out += _stage_findings(d, result, band, share)
+        out += _stage_findings(d, result, band, share if nw == 0 else reconciled, share)
         if (nw or 0) > 0:
             k = workers.get("tried")
             title = f"num_workers {nw} -> {k}" if k is not None else "the number of workers"
