@@ -333,3 +333,22 @@ def test_a_cloned_loader_can_persist() -> None:
     loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1)
     assert doctor.clone_loader(loader, 1, persistent=True).persistent_workers
     assert not doctor.clone_loader(loader, 1).persistent_workers  # the loader's own setting
+
+
+def test_the_report_gives_one_step_time_and_one_data_wait() -> None:
+    """Observed: two step times (2.04e+03 and 2.66e+03 ms) and two data waits (7.0% and 5.0%) in one report."""
+    import re
+
+    from perfsuite.report import doctor as report
+
+    loads = [{"cpu_pressure": 0.5, "run_queue_per_core": 2.0, "source": "test"}]
+    d = _assess([_result(), _result()], loads=loads).to_dict()
+    text = report.format_terminal(d)
+    waits = set(re.findall(r"data wait (\d+(?:\.\d)?)%", text))
+    assert {f"{float(w):.0f}" for w in waits} == {f"{d['wait']['share'] * 100:.0f}"}, waits
+    step = f"{d['ledger']['step_ms']:.3g}"
+    assert f"the window's mean step of {step} ms" in text and text.count("mean step of") == 1
+    assert "machine over the runs: CPU pressure 50%" in text and "gain: predicted x" in text
+    markdown = report.format_markdown([d])
+    assert "| **step** |" in markdown and "Gain: predicted x" in markdown
+    assert '"input_efficiency"' in report.to_json([d])
