@@ -160,11 +160,14 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", default=None, help="run only the cases whose name contains this")
     args = parser.parse_args()
     torch.set_num_threads(1)
     rows = []
     before = _load()
     for name, kind, base, fixed, fix in CASES:
+        if args.only and args.only not in name:
+            continue
         d = diagnose(RunSpec(base(), steps=args.steps, warmup=2, observe_steps=1), name, 2, counterfactuals=False)
         finding = next((f for f in d.findings if f["kind"] == kind), None)
         predicted = (finding or {}).get("predicted", {}).get("ratio")

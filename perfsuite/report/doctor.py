@@ -61,6 +61,7 @@ def _efficiency_lines(diag: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"input efficiency {eff['value']:.2f} [{eff['confidence']:.0%} CI {eff['low']:.2f}..{eff['high']:.2f}, "
             f"over {eff['runs']} run(s) and their steps]: the cached-batch step over the steady step{left}"
+            + (f"; {eff['caveat']}" if eff.get("caveat") else "")
         )
     elif eff:
         lines.append(f"input efficiency: unavailable ({eff.get('reason')})")

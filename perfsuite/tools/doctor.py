@@ -503,6 +503,11 @@ def assess(
     d.efficiency = _efficiency(host, sol, d.ledger, d.periodic, fetch)
     own = list(loads) + [{}] * (len(base_runs) - len(loads))
     d.contention = _contention([contention_figures(r, o) for r, o in zip(base_runs, own)], last, usable)
+    if d.efficiency.get("available") and d.contention.get("busy"):
+        d.efficiency["caveat"] = (
+            "measured on a busy machine (" + "; ".join(d.contention["reasons"]) + "): its interval covers the runs' "
+            "differences, not a quieter machine's figure"
+        )
     d.counterfactuals = _counterfactuals(base_runs, cf_runs, arms, why)
     d.workers = _workers(base_runs, d.counterfactuals, usable, why)
     d.findings = _findings(d, last)
@@ -1005,7 +1010,11 @@ def predict_workers(d: Diagnosis, k: int, result: Result) -> dict[str, Any]:
     usable = int(d.workers.get("usable_cores") or 1)
     now = result.knobs.get("num_workers")
     capacity = d.stages.get("capacity_after_overhead") or d.stages.get("capacity_samples_per_s")
-    cached = d.cached.get("cached_ms")
+    parts = d.ledger.get("parts", {})
+    own = float(d.ledger.get("step_ms", 0.0)) - float(parts.get("wait for the batch") or 0.0)
+    own -= float(d.periodic.get("extra_ms_per_step", 0.0)) if d.periodic.get("found") else 0.0
+    # The speed of light: the cached-batch step, or where it is unavailable the window's steps less their wait.
+    cached = d.cached.get("cached_ms") or (own if own > 0 else None)
     measured = [r.value("samples_per_s") or 0.0 for r in d.results]
     current = sum(measured) / len(measured) if measured else 0.0
     if not isinstance(now, int) or not capacity or not cached or current <= 0:
