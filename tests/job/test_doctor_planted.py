@@ -216,10 +216,16 @@ def test_identical_diagnoses_agree_within_their_intervals() -> None:
         assert all(e.get("available") or e.get("reason") for e in effs)
 
 
-def test_face_parsing_names_persistent_workers_with_a_measured_effect(capsys) -> None:
+def test_face_parsing_names_persistent_workers_with_a_measured_effect(capsys, tmp_path) -> None:
     """Done-when of issue 32: perfsuite doctor face_parsing --aug cpu --workers 2."""
+    import json
+
+    js = tmp_path / "d.json"
     argv = ["doctor", "face_parsing", "--aug", "cpu", "--workers", "2", "--rounds", "2", "--steps", "12"]
-    assert main(argv) == 0
+    assert main([*argv, "--json", str(js)]) == 0
+    (diag,) = json.loads(js.read_text())["diagnoses"]
+    finding = next(f for f in diag["findings"] if f["fix"].startswith("DataLoader(persistent_workers=True)"))
+    assert finding["measured"]["pairs"] == 2 and finding["measured"]["label"] == "persistent_workers False -> True"
+    assert finding["predicted"]["ratio"] > 0 and "measured x" in finding["effect"]
     out = capsys.readouterr().out
-    finding = next(block for block in out.split("\n ") if "fix: DataLoader(persistent_workers=True)" in block)
-    assert "measured x" in finding and "(persistent_workers False -> True)" in finding, finding
+    assert "gain: predicted x" in out and "persistent_workers False -> True: samples/s x" in out
