@@ -737,6 +737,9 @@ def _stages(result: Result, wait_share: float | None = None, cached: Mapping[str
     return out
 
 
+LOADER_BUSY = 0.25  # cores the loader keeps busy on average before sharing them with the step is a reason
+
+
 def reconcile(stages: Mapping[str, Any], result: Result, wait_share: float | None) -> str | None:
     """One sentence saying why a loader with headroom above 1 still leaves the step waiting (or None when it
     does not): the wait at epoch starts, which a steady capacity leaves out, and the cores the loader's
@@ -757,7 +760,7 @@ def reconcile(stages: Mapping[str, Any], result: Result, wait_share: float | Non
     workers = stages.get("num_workers") or 0
     usable = stages.get("usable_cores")
     busy = stages.get("cores_busy")
-    if usable and workers and workers + 1 > usable:
+    if usable and workers and workers + 1 > usable and (busy is None or busy >= LOADER_BUSY):
         why.append(
             f"the capacity counts a core per process, but {workers} worker(s) and the training thread share "
             f"{usable} core(s)" + (f" (the loader kept {busy:.2f} busy on average)" if busy is not None else "")
@@ -1021,6 +1024,21 @@ def predict_workers(d: Diagnosis, k: int, result: Result) -> dict[str, Any]:
         return {"reason": "no loader capacity or speed of light to predict from"}
     scaled = float(capacity) * effective_processes(k, usable) / effective_processes(now, usable)
     ceiling = result.batch_size * 1e3 / float(cached)
+    rest = d.ledger.get("parts", {}).get("the rest")
+    if k < now and rest is not None:
+        # Fewer workers give back, at most, the loader's share of the step's wait for a core ("the rest"): its
+        # busy cores among everything that competed with the training thread.
+        busy = float(d.contention.get("loader_cores_busy") or 0.0)
+        runnable = float(d.contention.get("run_queue_per_core") or 0.0) * usable
+        share = min(1.0, busy / max(busy, runnable - 1.0)) if busy > 0 else 0.0
+        step = _steady(d)
+        fed = _ratio(step, step - share * float(rest)) or 1.0
+        return {
+            "ratio": min(fed, scaled / current),
+            "basis": f"the loader kept {busy:.2f} core(s) busy among {max(runnable, busy + 1):.2g} runnable tasks: "
+            f"its {share:.0%} of the rest ({float(rest):.3g} ms/step) given back, within the capacity "
+            f"{scaled:.4g} samples/s of {k} process(es)",
+        }
     return {
         "ratio": min(scaled, ceiling) / current,
         "basis": f"min(loader capacity {float(capacity):.4g} samples/s scaled to {k} process(es), the speed of "

@@ -352,3 +352,13 @@ def test_the_report_gives_one_step_time_and_one_data_wait() -> None:
     markdown = report.format_markdown([d])
     assert "| **step** |" in markdown and "Gain: predicted x" in markdown
     assert '"input_efficiency"' in report.to_json([d])
+
+
+def test_fewer_workers_predict_back_only_the_loaders_share_of_the_wait_for_a_core() -> None:
+    """Observed on the example under load 12: a loader keeping 0.01 cores busy was predicted x2.48 from one
+    worker fewer (measured x0.65): the other processes, not the loader, held the cores."""
+    quiet_loader = _assess([_result(cores_busy=0.01)], loads=[{"run_queue_per_core": 7.0}])
+    assert doctor.predict_workers(quiet_loader, 1, quiet_loader.results[-1])["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert "share 2 core(s)" not in (quiet_loader.stages["reconcile"] or "")  # 0.01 cores: not a reason
+    busy_loader = _assess([_result(cores_busy=1.5)], loads=[{"run_queue_per_core": 1.0}])
+    assert doctor.predict_workers(busy_loader, 1, busy_loader.results[-1])["ratio"] > 1.0
