@@ -5,20 +5,23 @@ the step ledger (:mod:`perfsuite.probes.stepledger`) attached, and where a
 change can be measured it runs the changed job interleaved with the unchanged
 one (ABAB... rounds, so the machine's drift falls on both):
 
-* **the per-step time ledger**, adding up to the step's wall time: waiting for
-  the batch (the window's ``next(loader)``), the host->device copy and the host
-  syncs (timed in the observed steps, with their call sites), compute (the step
-  fed a cached batch: the speed of light), and the rest (what the window's steps
-  spent beyond those: contention, the allocator, Python);
+* **the per-step time ledger**, adding up to the window's mean step, each part
+  between 0 and 100% of it: the wait for the batch and any periodic work (an
+  evaluation every N steps) from the window's own steps; the step's own work
+  split by ratios, never by subtracting figures taken under other conditions
+  (the syncs' and copies' share of the observed steps; compute as the step fed
+  a cached batch when it fits in the window's own work, else unavailable);
 * **the data-wait band** as TensorFlow's input-pipeline analyzer draws it (< 5%
-  not input-bound, 5-20% moderately, > 20% highly), with a bootstrap interval
-  over the window's steps; a band is called only when the interval clears its
-  edges;
-* **the loader stage that costs the most** per sample (the loader ledger's
-  replayed stages, and what the worker processes cost beyond them);
-* **the fix**, as the knob or the line to change, and its effect where a
-  measurement can show it: fed a cached batch the step takes X ms, so fixing the
-  input saves Y ms per step; ``num_workers`` w -> k, from interleaved runs.
+  not input-bound, 5-20% moderately, > 20% highly), with a bootstrap interval;
+  an interval spanning an edge is said in the evidence, never as the headline;
+* **input efficiency** with an interval over the runs and their steps, periodic
+  work left out, and the machine's load over the runs (CPU pressure, steal, run
+  queue; the Result's own contention figures where it records them);
+* **the loader's stages** per sample, each mapped to its fix, and one sentence
+  reconciling the headroom with the data wait;
+* **the fixes the evidence points at, tried** as counterfactuals interleaved
+  with the job as it is (persistent workers, more or fewer workers, fewer
+  threads), each finding's gain predicted from the ledger beside the measured.
 
 The result is a plain dict (``to_dict``) that :mod:`perfsuite.report.doctor`
 renders for people (terminal, markdown), as JSON, and as a timeline PNG.
