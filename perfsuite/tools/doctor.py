@@ -47,31 +47,6 @@ BOOTSTRAP = 2000
 # --------------------------------------------------------------------------- statistics
 
 
-def _bootstrap(values: Sequence[Sequence[float]], stat: Callable[[list[list[float]]], float], seed: int = 0) -> tuple:
-    """(estimate, low, high): a stratified percentile bootstrap (each round's steps resampled within the round)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    groups = [np.asarray(v, dtype=float) for v in values if len(v)]
-    estimate = stat([list(g) for g in groups])
-    draws = []
-    for _ in range(BOOTSTRAP):
-        draws.append(stat([list(g[rng.integers(0, len(g), len(g))]) for g in groups]))
-    lo, hi = np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100])
-    return float(estimate), float(lo), float(hi)
-
-
-def _pooled_mean(groups: list[list[float]]) -> float:
-    values = [x for g in groups for x in g]
-    return sum(values) / len(values) if values else 0.0
-
-
-def _median(groups: list[list[float]]) -> float:
-    import numpy as np
-
-    return float(np.median([x for g in groups for x in g]))
-
-
 def wait_band(fetch_ms: Sequence[Sequence[float]], host_ms: Sequence[Sequence[float]]) -> dict[str, Any]:
     """The window's data-wait share with its interval, and the band, called only when the interval clears its edges."""
     pairs = [list(zip(f, h)) for f, h in zip(fetch_ms, host_ms)]
