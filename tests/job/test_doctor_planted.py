@@ -141,7 +141,9 @@ def test_a_heavy_step_is_not_input_bound() -> None:
     job = planted(step_ms=100.0, workers=1)
     d = diagnose(RunSpec(job, steps=20, warmup=2, observe_steps=1), "planted", rounds=1, counterfactuals=False)
     assert d.findings[0]["title"].startswith("not input-bound"), d.findings
-    assert d.ledger["parts"]["compute"] > 0.5 * d.ledger["step_ms"]
+    parts = d.ledger["parts"]  # compute, or compute and the rest where the cached-batch steps ran on a busier moment
+    assert (parts.get("compute") or parts["compute and the rest"]) > 0.5 * d.ledger["step_ms"]
+    _consistent(d)
 
 
 def test_more_workers_are_measured_interleaved() -> None:
