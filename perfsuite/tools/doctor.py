@@ -968,20 +968,40 @@ def _steady(d: Diagnosis) -> float:
     )
 
 
-def _input_cost(d: Diagnosis) -> float:
-    """What the input costs per step: the steady step less the cached-batch step, else the wait alone."""
-    if d.cached.get("available"):
-        return float(d.cached["saves_ms"])
-    return float(d.ledger.get("parts", {}).get("wait for the batch", 0.0))
+def _loader_share_of_cores(d: Diagnosis) -> float | None:
+    """The loader's share of what competed with the training thread for a core: its busy cores among the
+    runnable tasks (None without the machine's run queue)."""
+    busy = float(d.contention.get("loader_cores_busy") or 0.0)
+    queue = d.contention.get("run_queue_per_core")
+    if queue is None:
+        return None
+    runnable = float(queue) * int(d.contention.get("usable_cores") or 1)
+    return min(1.0, busy / max(busy, runnable - 1.0)) if busy > 0 else 0.0
+
+
+def _input_cost(d: Diagnosis) -> tuple[float, str]:
+    """What the loader costs the step, ms per step, and how it was read: the wait for the batch, plus the
+    loader's share of the step's wait for a core ("the rest") where the machine's run queue says it."""
+    parts = d.ledger.get("parts", {})
+    wait = float(parts.get("wait for the batch") or 0.0)
+    rest = parts.get("the rest")
+    share = _loader_share_of_cores(d)
+    if rest is None:
+        return wait, f"the wait for the batch, {wait:.3g} ms/step"
+    if share is None:
+        return wait + float(rest), f"the wait and the rest, {wait + float(rest):.3g} ms/step"
+    cost = wait + share * float(rest)
+    return cost, f"the wait and the loader's {share:.0%} of the rest, {cost:.3g} ms/step"
 
 
 def predict_cut(d: Diagnosis, share: float, what: str) -> dict[str, Any]:
-    """Cutting a share of the loader's CPU cuts that share of what the input costs per step."""
-    step, cost = _steady(d), _input_cost(d)
+    """Cutting a share of the loader's CPU cuts that share of what the loader costs the step per step."""
+    step = _steady(d)
+    cost, how = _input_cost(d)
     ratio = _ratio(step, step - share * cost)
     if ratio is None:
         return {"reason": "no steady step to predict from"}
-    return {"ratio": ratio, "basis": f"{what} is {share:.0%} of the loader's CPU; the input costs {cost:.3g} ms/step"}
+    return {"ratio": ratio, "basis": f"{what} is {share:.0%} of the loader's CPU; the loader costs {how}"}
 
 
 def predict_workers(d: Diagnosis, k: int, result: Result) -> dict[str, Any]:
@@ -1008,7 +1028,7 @@ def predict_workers(d: Diagnosis, k: int, result: Result) -> dict[str, Any]:
         # busy cores among everything that competed with the training thread.
         busy = float(d.contention.get("loader_cores_busy") or 0.0)
         runnable = float(d.contention.get("run_queue_per_core") or 0.0) * usable
-        share = min(1.0, busy / max(busy, runnable - 1.0)) if busy > 0 else 0.0
+        share = _loader_share_of_cores(d) or 0.0
         step = _steady(d)
         fed = _ratio(step, step - share * float(rest)) or 1.0
         return {
