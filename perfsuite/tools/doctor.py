@@ -1230,6 +1230,8 @@ def _findings(d: Diagnosis, result: Result) -> list[dict[str, Any]]:
         rest_share = d.ledger.get("shares", {}).get("the rest", 0.0)
         first = bool(busy) and rest_share > d.ledger.get("shares", {}).get("compute", 0.0)
         out += [f for f in ([busy, step] if first else [step, busy]) if f]
+        # Every loader cost still maps to its fix (a small gain where the step hardly waits), the tried one measured.
+        out += _stage_findings(d, result, band, reconciled, share)
     if not busy:
         for note in sorted({n for n in result.notes if n.startswith("oversubscribed:")}):
             what, _, advice = note.removeprefix("oversubscribed: ").rpartition(" (")

@@ -362,3 +362,12 @@ def test_fewer_workers_predict_back_only_the_loaders_share_of_the_wait_for_a_cor
     assert "share 2 core(s)" not in (quiet_loader.stages["reconcile"] or "")  # 0.01 cores: not a reason
     busy_loader = _assess([_result(cores_busy=1.5)], loads=[{"run_queue_per_core": 1.0}])
     assert doctor.predict_workers(busy_loader, 1, busy_loader.results[-1])["ratio"] > 1.0
+
+
+def test_a_loader_cost_maps_to_its_fix_even_when_the_step_hardly_waits() -> None:
+    """Observed on the example: 92% of the loader's CPU forking workers, a 4% data wait, and no finding naming
+    persistent_workers=True beside its measured counterfactual."""
+    d = _assess([_result(fetch=[3.0, 0.0, 0.0] * 6, host=[200.0] * 18, epoch_fetch=[3.0] * 6)])
+    assert d.bottleneck.startswith("not input-bound") or d.bottleneck.startswith("busy machine")
+    worker = next(f for f in d.findings if f["kind"] == "stage:worker processes")
+    assert worker["fix"].startswith("DataLoader(persistent_workers=True)")
