@@ -29,7 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--rounds", type=int, default=3, help="runs of the job, each beside its counterfactual (default 3)"
     )
-    out.add_argument("--no-counterfactuals", action="store_true", help="skip the interleaved runs with more workers")
+    out.add_argument(
+        "--no-counterfactuals",
+        action="store_true",
+        help="skip the interleaved runs of the fixes (persistent workers, more or fewer workers, threads)",
+    )
     out.add_argument(
         "--target-samples-per-s", type=float, default=None, help="the samples/s the loader must feed (loader headroom)"
     )

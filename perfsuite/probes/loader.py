@@ -307,6 +307,7 @@ class LoaderProbe(Probe):
             detail["process_over_stages"] = float(process.value) / replayed  # type: ignore[arg-type]
         out.append(Metric("loader_cpu_ms_per_sample", replayed, "ms/sample", detail=detail))
         window_ms = float(process.value) if process.available else None  # type: ignore[arg-type]
+        after, overhead_note = after_overhead(eff, replayed, window_ms)
         out.append(
             Metric(
                 "loader_capacity_samples_per_s",
@@ -320,7 +321,8 @@ class LoaderProbe(Probe):
                     "stages_ms_per_sample": replayed,
                     # What the processes manage once the window's worker overhead (forking, IPC) is paid too:
                     # what loader_headroom compares with the demand.
-                    "after_overhead": eff * 1e3 / window_ms if window_ms else None,
+                    "after_overhead": after,
+                    "overhead_note": overhead_note,
                     "process_ms_per_sample": window_ms,
                     "serial": workers == 0,
                 },
@@ -347,6 +349,21 @@ class LoaderProbe(Probe):
                 t.append(tb)
                 cores.append(max(0.0, (b - a) / 1e9 / (tb - ta)))
         return {"loader_cpu_t": t, "loader_cpu_cores": cores}
+
+
+def after_overhead(processes: int, stages_ms: float, window_ms: float | None) -> tuple[float | None, str | None]:
+    """The capacity once the window's worker overhead is paid, never above the stages' own, and a note when the
+    window's processes spent less CPU per sample than the replayed stages (measured under other conditions: the
+    replay in one busy thread, the window's workers on quieter cores), so that no overhead could be measured."""
+    if not window_ms or stages_ms <= 0:
+        return None, None
+    if window_ms < stages_ms:
+        return processes * 1e3 / stages_ms, (
+            f"the window's processes spent {window_ms:.3g} ms of CPU per sample, less than the replayed stages "
+            f"({stages_ms:.3g} ms): the two ran under different load, so no overhead is measured and the capacity "
+            "after it is the stages'"
+        )
+    return processes * 1e3 / window_ms, None
 
 
 def loader_headroom(capacity: Metric | None, demand_per_s: float | None, source: str) -> Metric:

@@ -68,3 +68,38 @@ def rate(counts: Sequence[int]) -> Rate:
             extra = extras.pop()
             return Rate(base + extra / period, period, hits[0], base, extra, len(hits), n)
     return Rate(base + sum(rest) / n, None, None, base, max(rest), len(hits), n)
+
+
+LONG_STEP = 2.0  # a step whose own work exceeds this multiple of the median step's carries extra work
+LONG_STEP_MIN_MS = 1.0  # ... and by at least this much (a 0.2 ms step twice as long is noise, not an evaluation)
+
+
+def long_steps(work_ms: Sequence[float], factor: float = LONG_STEP) -> list[int]:
+    """Indices of the steps whose own work (wall time less the wait for the batch) stands out from the median's."""
+    if not work_ms:
+        return []
+    ordered = sorted(work_ms)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return [i for i, ms in enumerate(work_ms) if ms > factor * median and ms - median >= LONG_STEP_MIN_MS]
+
+
+def periodic_steps(work_ms: Sequence[float], factor: float = LONG_STEP) -> tuple[Rate, list[int]]:
+    """The long steps' rate (``every`` N: periodic work such as an evaluation) and their indices.
+
+    Timed, not counted: the window's per-step work in ms, so an evaluation every 5 steps shows as a step
+    several times the median's at one fixed gap, and :func:`rate` decides whether the gap is regular. On a
+    busy machine an ordinary step now and then runs twice the median too, so the bar is raised (x2, x3, x5,
+    x8, x13) until the long steps recur regularly or fewer than two are left.
+    """
+    first: tuple[Rate, list[int]] | None = None
+    for bar in (factor, 3.0, 5.0, 8.0, 13.0):
+        if bar < factor:
+            continue
+        hits = long_steps(work_ms, bar)
+        marks = set(hits)
+        found = rate([1 if i in marks else 0 for i in range(len(work_ms))]), hits
+        first = first or found
+        if found[0].periodic or len(hits) < 2:
+            return found if found[0].periodic else first
+    return first or (rate([0] * len(work_ms)), [])

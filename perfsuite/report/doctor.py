@@ -43,11 +43,67 @@ def _ledger_lines(ledger: Mapping[str, Any]) -> list[str]:
     for name, ms in ledger["parts"].items():
         share = ledger["shares"].get(name, 0.0)
         extra = ""
-        if name == "host syncs" and ledger.get("syncs_per_step"):
+        if name in ("host syncs", "reads to Python") and ledger.get("syncs_per_step"):
             extra = f"  {ledger['syncs_per_step']:g}/step: " + ", ".join(list(sites)[:2])
-        lines.append(f"  {name:<20}{sig(ms):>10} {share:>6.0%}  {_bar(max(0.0, share)):<{BAR}}{extra}".rstrip())
+            periodic = ledger.get("periodic_syncs") or []
+            if periodic:
+                extra += "; every N steps: " + ", ".join(
+                    f"{s['op']} at {s['site']} ({s['seen']})" for s in periodic[:2]
+                )
+        lines.append(f"  {name:<28}{sig(ms):>10} {share:>6.0%}  {_bar(share):<{BAR}}{extra}".rstrip())
     lines += [f"  note: {n}" for n in ledger.get("notes", [])]
     return lines
+
+
+def _efficiency_lines(diag: Mapping[str, Any]) -> list[str]:
+    eff = diag.get("input_efficiency") or {}
+    cached = diag.get("cached_batch") or {}
+    lines = []
+    if eff.get("available"):
+        left = " (periodic work left out)" if eff.get("periodic_left_out") else ""
+        lines.append(
+            f"input efficiency {eff['value']:.2f} [{eff['confidence']:.0%} CI {eff['low']:.2f}..{eff['high']:.2f}, "
+            f"over {eff['runs']} run(s) and their steps]: the cached-batch step over the steady step{left}"
+            + (f"; {eff['caveat']}" if eff.get("caveat") else "")
+        )
+    elif eff:
+        lines.append(f"input efficiency: unavailable ({eff.get('reason')})")
+    if cached.get("available"):
+        lines.append(
+            f"fed a cached batch the step takes {cached['cached_ms']:.3g} ms [{cached['confidence']:.0%} CI "
+            f"{cached['cached_low']:.3g}..{cached['cached_high']:.3g}]: the input (waiting for batches, and the "
+            f"loader's share of the cores) costs {cached['saves_ms']:.3g} ms/step [{cached['saves_low']:.3g}.."
+            f"{cached['saves_high']:.3g}]"
+        )
+    return lines
+
+
+def _contention_line(c: Mapping[str, Any]) -> list[str]:
+    if not c:
+        return []
+    figures = []
+    if c.get("cpu_pressure") is not None:
+        figures.append(f"CPU pressure {c['cpu_pressure']:.0%} (some task waited for a core)")
+    if c.get("run_queue_per_core") is not None:
+        figures.append(f"{c['run_queue_per_core']:.2g} runnable tasks per usable core")
+    if c.get("steal") is not None:
+        figures.append(f"steal {c['steal']:.1%}")
+    if c.get("loader_cores_busy") is not None:
+        figures.append(f"the loader kept {c['loader_cores_busy']:.2f} of {c['usable_cores']} core(s) busy")
+    if not figures:
+        return []
+    return [f"machine over the runs: {', '.join(figures)} ({c.get('source')})"]
+
+
+def _counterfactual_lines(cfs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    lines = []
+    for key, cf in cfs.items():
+        if cf.get("pairs"):
+            ci = f" [{cf['low']:.2f}..{cf['high']:.2f}]" if cf.get("low") is not None else ""
+            lines.append(f"  {cf['label']}: samples/s x{cf['ratio']:.2f}{ci}, {cf['pairs']} interleaved pair(s)")
+        elif cf.get("reason"):
+            lines.append(f"  {key}: not tried ({cf['reason']})")
+    return ["counterfactuals (each fix run interleaved with the job as it is)", *lines] if lines else []
 
 
 def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
@@ -66,6 +122,10 @@ def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
     elif stages.get("headroom_reason"):
         head += f", headroom unavailable ({stages['headroom_reason']})"
     lines = [head]
+    if stages.get("overhead_note"):
+        lines.append(f"  note: {stages['overhead_note']}")
+    if stages.get("reconcile"):
+        lines.append(f"  {stages['reconcile']}")
     for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
         share = stages["shares"].get(name, 0.0)
         lines.append(f"  {name:<20}{sig(ms):>10} {share:>6.0%}  {stages['code'].get(name, '')}")
@@ -83,7 +143,7 @@ def _finding_lines(findings: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(f"    evidence: {f['evidence']}")
         lines.append(f"    fix: {f['fix']}")
         if f.get("effect"):
-            lines.append(f"    measured: {f['effect']}")
+            lines.append(f"    gain: {f['effect']}")
     return lines
 
 
@@ -98,15 +158,19 @@ def format_terminal(diag: Mapping[str, Any]) -> str:
         "",
         *_ledger_lines(diag.get("ledger", {})),
         _wait_line(diag.get("wait", {})),
+        *_efficiency_lines(diag),
+        *_contention_line(diag.get("contention", {})),
         "",
         *_stage_lines(diag.get("stages", {})),
+        "",
+        *_counterfactual_lines(diag.get("counterfactuals", {})),
         "",
         *_finding_lines(diag.get("findings", [])),
     ]
     if diag.get("counterfactuals_reason"):
         lines.append(f"counterfactuals: none run ({diag['counterfactuals_reason']})")
     lines += [f"note: {n}" for n in diag.get("notes", [])]
-    lines += [diag["contention"]] if diag.get("contention") else []  # perfsuite.judge.contention.session_line
+    lines += [diag["contention_runs"]] if diag.get("contention_runs") else []  # judge.contention.session_line
     return "\n".join(lines)
 
 
@@ -127,6 +191,8 @@ def format_markdown(diags: Sequence[Mapping[str, Any]]) -> str:
             out.append(f"| **step** | {sig(ledger['step_ms'])} | 100% |")
             out.append("")
         out += [_md(_wait_line(d.get("wait", {}))), ""]
+        out += [f"{_md(x)}  " for x in [*_efficiency_lines(d), *_contention_line(d.get("contention", {}))]]
+        out.append("")
         stages = d.get("stages") or {}
         if stages.get("available"):
             out += ["| loader stage | CPU ms/sample | share | code |", "|---|---:|---:|---|"]
@@ -137,7 +203,7 @@ def format_markdown(diags: Sequence[Mapping[str, Any]]) -> str:
         for i, f in enumerate(d.get("findings", []), 1):
             out.append(f"{i}. **{_md(f['title'])}**: {_md(f['evidence'])}. Fix: `{_md(f['fix'])}`.")
             if f.get("effect"):
-                out.append(f"   Measured: {_md(f['effect'])}.")
+                out.append(f"   Gain: {_md(f['effect'])}.")
         out += [f"> {_md(n)}" for n in d.get("notes", [])]
         out.append("")
     return "\n".join(out)

@@ -269,7 +269,10 @@ def assess_script(
 ) -> Diagnosis:
     """A Job's diagnosis of the unchanged runs, plus the measured counterfactuals; the fixes at the script's line."""
     results = [b.result for b in base]
-    d = assess(target, results, list(base), [], None, usable)
+    # The script's counterfactuals are run here (fresh processes, its loader's arguments set), not by assess's arms.
+    d = assess(
+        target, results, list(base), {}, [], {"all": "a script's fixes are run below, in fresh processes"}, usable
+    )
     loader = base[0].loader
     site = Site.from_dict(loader["site"]) if loader.get("site") else None
     given = dict(loader.get("given", {}))
@@ -292,8 +295,15 @@ def assess_script(
             and set(cf.args) <= {"num_workers", "persistent_workers"}
             and d.workers.get("tried") is None
         ):
-            d.workers = _workers(results, [x.result for x in runs], int(cf.args["num_workers"]), usable)
-    d.counterfactuals = measured
+            arm: dict[str, Any] = {
+                "label": f"num_workers {given.get('num_workers', '?')} -> {int(cf.args['num_workers'])}",
+                **{k: entry[k] for k in ("pairs", "ratio", "low", "high") if k in entry},
+                "base": b,
+                "tried": h,
+            }
+            none: dict[str, str] = {}
+            d.workers = _workers(results, {"workers": arm}, usable, none)
+    d.counterfactuals = {f"script {i + 1}": {**m, "label": m["change"]} for i, m in enumerate(measured)}
     if not tried:
         d.counterfactuals_reason = (
             "not run (--no-counterfactuals)"

@@ -44,7 +44,7 @@ def test_doctor_on_the_example_script_writes_a_diagnosis_and_a_measured_counterf
     (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["findings"] and diagnosis["ledger"]["step_ms"] > 0 and diagnosis["wait"]["steps"] == 2 * 4
     built = f"train.py:{line_of(FACES / 'train.py', 'loader = DataLoader(')}"
-    (first, *_) = diagnosis["counterfactuals"]
+    (first, *_) = diagnosis["counterfactuals"].values()
     assert first["change"].endswith(f"{built} DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)")
     assert first["pairs"] == 2 and first["ratio"] > 0 and first["low"] <= first["ratio"] <= first["high"]
     assert any(f["kind"] == "counterfactual" and built in f["title"] for f in diagnosis["findings"])
@@ -82,4 +82,4 @@ def test_doctor_on_a_ddp_script_launches_every_run_on_its_ranks(tmp_path):
     (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["knobs"]["nproc_per_node"] == 2 and diagnosis["findings"]
     built = f"train_ddp.py:{line_of(DDP / 'train_ddp.py', 'loader = DataLoader(')}"
-    assert diagnosis["counterfactuals"] and built in diagnosis["counterfactuals"][0]["change"]
+    assert diagnosis["counterfactuals"] and built in next(iter(diagnosis["counterfactuals"].values()))["change"]

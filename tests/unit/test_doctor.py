@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -44,11 +46,97 @@ def test_a_cloned_loader_keeps_everything_but_the_workers() -> None:
 
 
 def test_the_ledger_adds_up_to_the_step() -> None:
-    ledger = doctor._ledger([[10.0] * 4], [[50.0] * 4], [[30.0] * 3], {"sync_ms": 2.0, "copy_ms": 1.0}, "cuda")
+    observed = {"sync_ms": 2.0, "copy_ms": 1.0, "wall_ms": 40.0}
+    ledger = doctor._ledger([[10.0] * 4], [[50.0] * 4], [[30.0] * 3], observed, "cuda")
     parts = ledger["parts"]
-    assert parts["compute"] == pytest.approx(28.0)  # the cached-batch step less its syncs
+    own = 50.0 - 10.0  # the window's step less its wait: split by the observed step's shares
+    assert parts["host syncs"] == pytest.approx(own * 2 / 40) and parts["host->device copy"] == pytest.approx(own / 40)
+    assert parts["compute"] == pytest.approx(30.0 * (1 - 3 / 40))  # the cached-batch step less its syncs' share
     assert sum(parts.values()) == pytest.approx(ledger["step_ms"]) == pytest.approx(50.0)
-    assert parts["the rest"] == pytest.approx(50 - 10 - 1 - 2 - 28)
+    assert all(0.0 <= share <= 1.0 for share in ledger["shares"].values())
+
+
+@pytest.mark.parametrize("sol_ms", [10.0, 39.0, 40.0, 60.0, 2690.0])
+def test_no_ledger_part_is_negative_or_above_the_step(sol_ms: float) -> None:
+    """The observed case: a cached-batch step of 2.69 s against a window's 2.04 s step read compute 132% and the
+    rest -39%. A cached-batch step slower than the window's own work is from other conditions: unavailable."""
+    fetch, host = [[5.0, 15.0] * 5, [10.0] * 10], [[50.0, 50.0] * 5, [50.0] * 10]
+    ledger = doctor._ledger(fetch, host, [[sol_ms] * 5], {"sync_ms": 0.1, "wall_ms": 45.0}, "cpu")
+    assert sum(v for v in ledger["parts"].values() if v is not None) == pytest.approx(ledger["step_ms"])
+    assert all(0.0 <= share <= 1.0 for share in ledger["shares"].values()), ledger["shares"]
+    assert all(v is None or v >= 0 for v in ledger["parts"].values())
+    if sol_ms > 40 * 1.05:
+        assert "compute" not in ledger["parts"] and "compute and the rest" in ledger["parts"]
+        assert any(n.startswith("compute unavailable") for n in ledger["notes"])
+        assert not doctor._cached(host, [[sol_ms] * 5], ledger)["available"]
+        assert not doctor._efficiency(host, [[sol_ms] * 5], ledger, {}, fetch)["available"]
+    else:
+        assert ledger["parts"]["compute"] <= 40.0 and ledger["parts"]["the rest"] >= 0
+
+
+def test_a_cpu_run_names_its_reads_for_what_they_are() -> None:
+    ledger = doctor._ledger([[1.0]], [[10.0]], [[5.0]], {"sync_ms": 1.0, "wall_ms": 9.0}, "cpu")
+    assert "reads to Python" in ledger["parts"] and "host syncs" not in ledger["parts"]
+    assert any("waits for no queued work" in n for n in ledger["notes"])
+
+
+def _eval_every(n: int, steps: int = 20, eval_ms: float = 2400.0) -> list[float]:
+    return [100.0 + (eval_ms if (i + 1) % n == 0 else 0.0) for i in range(steps)]
+
+
+def test_periodic_work_is_named_with_its_period_and_kept_out_of_the_input_figures() -> None:
+    """The UNet case: an evaluation every 5 steps (2.4 s) in the window made the mean step, and the efficiency
+    against the cached-batch median, blame the input (0.3% data wait)."""
+    host = [_eval_every(5), _eval_every(5)]
+    fetch = [[0.3] * 20, [0.3] * 20]
+    sol = [[99.0] * 5, [99.5] * 5]
+    periodic = doctor.periodic_work(fetch, host)
+    assert periodic["found"] and periodic["every"] == 5 and periodic["steps"] == 8
+    assert periodic["extra_ms_per_step"] == pytest.approx(2400.0 / 5, rel=0.01)
+    ledger = doctor._ledger(fetch, host, sol, {"wall_ms": 100.0}, "cpu", periodic)
+    assert ledger["parts"]["periodic work (every 5 steps)"] == pytest.approx(periodic["extra_ms_per_step"])
+    assert sum(ledger["parts"].values()) == pytest.approx(ledger["step_ms"])
+    eff = doctor._efficiency(host, sol, ledger, periodic, fetch)
+    assert eff["available"] and eff["value"] > 0.95 and eff["periodic_left_out"]
+    assert doctor._cached(host, sol, ledger, periodic, fetch)["saves_ms"] < 5.0  # the input costs ~nothing
+
+
+def test_long_steps_at_the_epochs_length_are_the_loaders_not_periodic_work() -> None:
+    host = [_eval_every(3, 18, 500.0)]
+    assert doctor.periodic_work([[0.0] * 18], host)["every"] == 3
+    assert not doctor.periodic_work([[0.0] * 18], host, epoch_steps=3.0)["found"]
+    assert not doctor.periodic_work([[1.0] * 18], [[100.0] * 17 + [900.0]])["found"]  # once: not periodic
+
+
+def test_identical_runs_give_input_efficiencies_that_agree_within_their_intervals() -> None:
+    import random
+
+    rng = random.Random(0)
+
+    def run() -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+        host = [[rng.gauss(200, 20) for _ in range(20)] for _ in range(3)]
+        fetch = [[rng.uniform(0, 30) for _ in range(20)] for _ in range(3)]
+        sol = [[rng.gauss(120, 10) for _ in range(5)] for _ in range(3)]
+        return host, fetch, sol
+
+    effs = []
+    for _ in range(2):
+        host, fetch, sol = run()
+        ledger = doctor._ledger(fetch, host, sol, {"wall_ms": 100.0}, "cpu")
+        effs.append(doctor._efficiency(host, sol, ledger, {}, fetch))
+    a, b = effs
+    assert a["low"] <= a["value"] <= a["high"] <= 1.0 and b["low"] <= b["value"] <= b["high"] <= 1.0
+    assert a["low"] <= b["high"] and b["low"] <= a["high"]
+
+
+def test_capacity_after_the_overhead_never_exceeds_the_stages() -> None:
+    """Observed: 235.6 samples/s from the stages, 733.6 after the workers' overhead."""
+    from perfsuite.probes.loader import after_overhead
+
+    value, note = after_overhead(2, 8.49, 2.73)
+    assert value == pytest.approx(2e3 / 8.49) and "different load" in str(note)
+    value, note = after_overhead(2, 1.0, 4.0)
+    assert value == pytest.approx(500.0) and note is None
 
 
 @pytest.mark.parametrize(
@@ -72,3 +160,214 @@ def test_an_existing_output_file_is_not_overwritten_unless_asked(tmp_path, capsy
     out.write_text("mine")
     assert main(["doctor", "gray_classifier", "--markdown", str(out)]) == 2
     assert "exists; pass --overwrite" in capsys.readouterr().err and out.read_text() == "mine"
+
+
+# --------------------------------------------------------------------------- findings on hand-made runs
+
+
+def _result(
+    workers: int = 2,
+    persistent: bool = False,
+    by: dict[str, float] | None = None,
+    process_ms: float = 6.2,
+    fetch: list[float] | None = None,
+    host: list[float] | None = None,
+    sol: list[float] | None = None,
+    epoch_fetch: list[float] | None = None,
+    samples_per_s: float = 10.0,
+    cores_busy: float = 0.5,
+) -> Any:
+    from fixed_fingerprint import FP
+
+    from perfsuite.core.results import Metric, Result
+
+    by = by if by is not None else {"__getitem__": 0.3, "transform": 0.5, "collate_fn": 0.03}
+    replayed = sum(by.values())
+    code = {"__getitem__": "Faces.__getitem__", "transform": "Faces.transform", "collate_fn": "default_collate"}
+    fetch = fetch if fetch is not None else [200.0, 10.0, 0.0] * 6
+    host = host if host is not None else [400.0, 150.0, 140.0] * 6
+    epochs = epoch_fetch if epoch_fetch is not None else [f for f in fetch if f >= 200.0]
+    metrics = {
+        "samples_per_s": Metric("samples_per_s", samples_per_s, "samples/s"),
+        "loader_cpu_ms_per_sample": Metric(
+            "loader_cpu_ms_per_sample", replayed, "ms/sample", detail={"by": by, "code": code}
+        ),
+        "loader_process_cpu_ms_per_sample": Metric(
+            "loader_process_cpu_ms_per_sample",
+            process_ms,
+            "ms/sample",
+            detail={"epochs_started": len(epochs), "cores_busy": cores_busy},
+        ),
+        "main_load_ms_per_step": Metric("main_load_ms_per_step", 1.0, "ms/step"),
+        "loader_capacity_samples_per_s": Metric(
+            "loader_capacity_samples_per_s",
+            2e3 / replayed,
+            "samples/s",
+            detail={"after_overhead": 2e3 / max(process_ms, replayed), "usable_cores": 2},
+        ),
+        "loader_headroom": Metric(
+            "loader_headroom", 30.0, "x", detail={"demand": "the speed of light: the step fed a cached batch"}
+        ),
+    }
+    return Result(
+        workload="faces",
+        scale="smoke",
+        knobs={"num_workers": workers, "persistent_workers": persistent},
+        metrics=metrics,
+        samples={"fetch_ms": fetch, "host_step_ms": host, "sol_step_ms": sol or [120.0] * 5, "epoch_fetch_ms": epochs},
+        fingerprint=FP,
+        batch_size=4,
+        steps=len(host),
+        warmup=2,
+    )
+
+
+def _assess(results: list[Any], cf: dict[str, list[Any]] | None = None, arms: list[Any] | None = None, loads=None):
+    return doctor.assess("faces", results, [], cf or {}, arms or [], {}, 2, loads or [])
+
+
+def test_worker_start_up_at_each_epoch_maps_to_persistent_workers_with_predicted_and_measured_gains() -> None:
+    """Observed: 67-94% of the loader's CPU 'forking workers at each epoch' and no finding naming the fix."""
+    base = [_result(samples_per_s=10.0), _result(samples_per_s=11.0)]
+    tried = [_result(persistent=True, samples_per_s=15.0), _result(persistent=True, samples_per_s=16.0)]
+    arm = doctor.Arm("persistent", "persistent_workers False -> True", "DataLoader(persistent_workers=True)", None)  # type: ignore[arg-type]
+    d = _assess(base, {"persistent": tried}, [arm])
+    worker = next(f for f in d.findings if f["kind"] == "stage:worker processes")
+    assert worker["fix"].startswith("DataLoader(persistent_workers=True)")
+    assert worker["predicted"]["ratio"] > 1.0 and worker["measured"]["pairs"] == 2
+    assert worker["measured"]["ratio"] == pytest.approx(((15 / 10) * (16 / 11)) ** 0.5)
+    assert "predicted x" in worker["effect"] and "measured x" in worker["effect"]
+
+
+def test_every_loader_stage_that_costs_maps_to_its_own_fix() -> None:
+    r = _result(by={"__getitem__": 3.0, "collate_fn": 2.0, "transform": 0.1}, process_ms=5.0)
+    d = _assess([r])
+    fixes = {f["kind"]: f for f in d.findings if f["kind"].startswith("stage:")}
+    assert "store images at the size you train on" in fixes["stage:__getitem__"]["fix"]
+    assert "decode on the GPU" in fixes["stage:__getitem__"]["fix"]
+    assert "default_collate" in fixes["stage:collate_fn"]["fix"]
+    assert "stage:transform" not in fixes  # 2% of the loader: no finding of its own
+    assert all("not tried:" in f["effect"] for f in fixes.values())  # a code change: said why it was not tried
+
+
+def test_the_headline_is_the_bottleneck_never_a_statistical_caveat() -> None:
+    """Observed headline: 'data wait between bands ... run longer'."""
+    fetch = [5.0, 35.0] * 9
+    d = _assess([_result(fetch=fetch, host=[100.0] * 18, epoch_fetch=[])])
+    assert d.wait["band"] is None  # the interval spans the 20% edge
+    assert "between bands" not in d.bottleneck and "run longer" not in d.findings[0]["fix"]
+    assert d.bottleneck.startswith("highly input-bound") and "spans the 20% edge" in d.findings[0]["evidence"]
+
+
+def test_headroom_above_1_beside_a_data_wait_is_reconciled_in_one_sentence() -> None:
+    """Observed: 'loader headroom x8.08' beside a 27% data wait, and no sentence saying why."""
+    d = _assess([_result()])
+    assert d.stages["headroom"] > 1 and d.wait["share"] > 0.2
+    sentence = d.stages["reconcile"]
+    assert sentence.startswith(f"headroom x{d.stages['headroom']:.2f} yet data wait")
+    assert "epoch start" in sentence and "share 2 core(s)" in sentence
+
+
+def test_the_busy_machine_finding_gives_its_figures_and_the_fix() -> None:
+    loads = [{"cpu_pressure": 0.99, "run_queue_per_core": 3.2, "steal": 0.001, "source": "test"}]
+    d = _assess([_result(cores_busy=1.4)], loads=loads)
+    busy = next(f for f in d.findings if f["kind"] == "busy")
+    assert "99% of the time" in busy["evidence"] and "3.2 runnable tasks per usable core" in busy["evidence"]
+    assert "1.40 of the 2 usable core(s)" in busy["evidence"]
+    assert "fewer workers" in busy["fix"] and "decode moved off the CPU" in busy["fix"]
+    quiet = _assess([_result(cores_busy=0.2)], loads=[{"cpu_pressure": 0.01, "run_queue_per_core": 0.3}])
+    assert not any(f["kind"] == "busy" for f in quiet.findings)
+
+
+def test_contention_figures_prefer_the_results_own() -> None:
+    r = _result()
+    assert doctor.contention_figures(r, {"cpu_pressure": 0.5})["cpu_pressure"] == 0.5
+    from types import SimpleNamespace
+
+    recorded = SimpleNamespace(environment={"contention": {"cpu_pressure": 0.9}})  # a Result that records its own
+    got = doctor.contention_figures(recorded, {"cpu_pressure": 0.5})  # type: ignore[arg-type]
+    assert got["cpu_pressure"] == 0.9 and got["source"] == "the Result's environment"
+
+
+def test_load_over_a_run_from_recorded_readings(tmp_path) -> None:
+    f = tmp_path / "cpu"
+    f.write_text(
+        "some avg10=99.00 avg60=80.00 avg300=40.00 total=5000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert doctor._pressure_total_us(str(f)) == 5_000_000
+    assert doctor._pressure_total_us(str(tmp_path / "absent")) is None
+    before = {"t": 10.0, "pressure_us": 5_000_000, "steal_s": 1.0, "cpu_s": 100.0, "load1": 1.0}
+    after = {"t": 12.0, "pressure_us": 6_500_000, "steal_s": 1.2, "cpu_s": 104.0, "load1": 6.0}
+    load = doctor.load_over(before, after, usable=2)
+    assert load["cpu_pressure"] == pytest.approx(0.75) and load["steal"] == pytest.approx(0.05)
+    assert load["run_queue_per_core"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(
+    "workers,persistent,epochs,expected",
+    [
+        (2, False, 3, ["persistent", "workers"]),
+        (2, True, 3, ["workers"]),
+        (2, False, 0, ["workers"]),
+        (1, False, 2, ["persistent", "workers"]),
+    ],
+)
+def test_the_arms_tried_follow_the_evidence(workers: int, persistent: bool, epochs: int, expected: list[str]) -> None:
+    """Fewer workers are tried exactly when they fill the cores (observed: no counterfactual 'because 8 workers
+    fill 2 cores'); persistent workers when they were forked again at an epoch in the window."""
+    from perfsuite.harness.runner import RunSpec
+
+    r = _result(workers=workers, persistent=persistent, epoch_fetch=[200.0] * epochs)
+    r.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = epochs
+    arms, why = doctor.choose_arms(RunSpec("face_parsing"), r, usable=2)
+    assert [a.key for a in arms] == expected
+    workers_arm = next(a for a in arms if a.key == "workers")
+    assert workers_arm.label == f"num_workers {workers} -> {1 if workers == 2 else 2}"
+    assert "threads" in why  # a reference workload: perfsuite fits its threads already
+    if "persistent" in expected:
+        arm = next(a for a in arms if a.key == "persistent")
+        assert arm.spec.knobs.loader.persistent_workers and arm.spec.knobs.loader.num_workers == workers
+
+
+def test_a_cloned_loader_can_persist() -> None:
+    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1)
+    assert doctor.clone_loader(loader, 1, persistent=True).persistent_workers
+    assert not doctor.clone_loader(loader, 1).persistent_workers  # the loader's own setting
+
+
+def test_the_report_gives_one_step_time_and_one_data_wait() -> None:
+    """Observed: two step times (2.04e+03 and 2.66e+03 ms) and two data waits (7.0% and 5.0%) in one report."""
+    import re
+
+    from perfsuite.report import doctor as report
+
+    loads = [{"cpu_pressure": 0.5, "run_queue_per_core": 2.0, "source": "test"}]
+    d = _assess([_result(), _result()], loads=loads).to_dict()
+    text = report.format_terminal(d)
+    waits = set(re.findall(r"data wait (\d+(?:\.\d)?)%", text))
+    assert {f"{float(w):.0f}" for w in waits} == {f"{d['wait']['share'] * 100:.0f}"}, waits
+    step = f"{d['ledger']['step_ms']:.3g}"
+    assert f"the window's mean step of {step} ms" in text and text.count("mean step of") == 1
+    assert "machine over the runs: CPU pressure 50%" in text and "gain: predicted x" in text
+    markdown = report.format_markdown([d])
+    assert "| **step** |" in markdown and "Gain: predicted x" in markdown
+    assert '"input_efficiency"' in report.to_json([d])
+
+
+def test_fewer_workers_predict_back_only_the_loaders_share_of_the_wait_for_a_core() -> None:
+    """Observed on the example under load 12: a loader keeping 0.01 cores busy was predicted x2.48 from one
+    worker fewer (measured x0.65): the other processes, not the loader, held the cores."""
+    quiet_loader = _assess([_result(cores_busy=0.01)], loads=[{"run_queue_per_core": 7.0}])
+    assert doctor.predict_workers(quiet_loader, 1, quiet_loader.results[-1])["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert "share 2 core(s)" not in (quiet_loader.stages["reconcile"] or "")  # 0.01 cores: not a reason
+    busy_loader = _assess([_result(cores_busy=1.5)], loads=[{"run_queue_per_core": 1.0}])
+    assert doctor.predict_workers(busy_loader, 1, busy_loader.results[-1])["ratio"] > 1.0
+
+
+def test_a_loader_cost_maps_to_its_fix_even_when_the_step_hardly_waits() -> None:
+    """Observed on the example: 92% of the loader's CPU forking workers, a 4% data wait, and no finding naming
+    persistent_workers=True beside its measured counterfactual."""
+    d = _assess([_result(fetch=[3.0, 0.0, 0.0] * 6, host=[200.0] * 18, epoch_fetch=[3.0] * 6)])
+    assert d.bottleneck.startswith("not input-bound") or d.bottleneck.startswith("busy machine")
+    worker = next(f for f in d.findings if f["kind"] == "stage:worker processes")
+    assert worker["fix"].startswith("DataLoader(persistent_workers=True)")

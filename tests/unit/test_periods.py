@@ -144,3 +144,19 @@ def test_a_user_set_observe_steps_alone_watches_only_those():
     result = perfsuite.run(RunSpec(periodic_job(), steps=2, warmup=1, observe_steps=3, period_steps=0))
     metric = result.metric("syncs_per_step")
     assert "watched_steps" not in metric.detail and metric.detail["observed_steps"] == 3
+
+
+def test_long_steps_at_a_fixed_gap_are_periodic_work_even_among_noisy_steps() -> None:
+    from perfsuite.probes.periods import periodic_steps
+
+    work = [10.0] * 20
+    for i in (4, 9, 14, 19):
+        work[i] = 300.0  # an evaluation every 5 steps
+    r, hits = periodic_steps(work)
+    assert r.every == 5 and hits == [4, 9, 14, 19]
+    work[7] = 25.0  # a busy machine's odd slow step: above x2 the median, far below the evaluation
+    r, hits = periodic_steps(work)
+    assert r.every == 5 and hits == [4, 9, 14, 19]
+    r, hits = periodic_steps([10.0] * 10 + [300.0] + [10.0] * 9)
+    assert not r.periodic and hits == [10]  # once: not periodic
+    assert not periodic_steps([])[0].periodic
