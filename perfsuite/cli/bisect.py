@@ -62,7 +62,7 @@ def _add_options(p: argparse.ArgumentParser) -> None:
         "--delta", type=float, default=0.05, metavar="F", help="timing: a change is beyond this fraction (0.05)"
     )
     p.add_argument(
-        "--max-rounds", type=int, default=10, metavar="N", help="timing: at most N rounds of 4 runs per probe (10)"
+        "--max-rounds", type=int, default=20, metavar="N", help="timing: at most N rounds of 4 runs per probe (20)"
     )
 
 

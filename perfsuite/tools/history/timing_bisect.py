@@ -145,7 +145,7 @@ def bisect_timing(
     measure: Callable[[str], Result],
     value_of: Callable[[Result], float],
     rule: ABRule,
-    max_rounds: int = 10,
+    max_rounds: int = 20,
     store: HistoryStore | None = None,
     state_path: Path | None = None,
     test_name: str | None = None,
