@@ -86,6 +86,23 @@ def test_a_tiny_noisy_change_is_inconclusive_not_guessed(repo, tmp_path: Path) -
     assert out.runs == 16 and "inconclusive" in out.describe() and "not narrowed" in out.describe()
 
 
+def test_a_probe_that_moved_the_other_way_stops_the_bisect(repo, tmp_path: Path) -> None:
+    path, shas = repo
+    measure = FakeMeasure(shas, step=1.30)
+    plain = measure.__call__
+
+    def faster_at_5_to_10(sha: str) -> Result:  # commits 5..10 run 30% faster: the first midpoint, 8, is one
+        result = plain(sha)
+        if 5 <= measure.index[sha] <= 10:
+            result.samples["step_ms"][0] *= 0.7
+        return result
+
+    out = bisect_timing(path, shas[0], shas[-1], "step_ms", faster_at_5_to_10, value_of, RULE)
+    assert out.status == "inconclusive" and out.culprit is None
+    assert out.stopped_at is not None and out.stopped_at.commit == shas[7] and out.stopped_at.verdict == "improved"
+    assert "the opposite of BAD's regressed" in out.describe() and out.doubt == shas[1:]
+
+
 def test_no_change_says_same(repo, tmp_path: Path) -> None:
     path, shas = repo
     out = bisect_timing(path, shas[0], shas[-1], "step_ms", FakeMeasure(shas, step=1.0, noise=0.01), value_of, RULE)
