@@ -71,6 +71,7 @@ class TimingBisect:
     parent: str | None = None
     doubt: list[str] = field(default_factory=list)  # the commits any of which may be the first changed
     stopped_at: Probe | None = None
+    value_label: str = ""  # what the per-run value is, when it is not the metric's own value
 
     def describe(self) -> str:
         if self.status == "same":
@@ -87,7 +88,8 @@ class TimingBisect:
         before, after = probe.good_median, probe.candidate_median
         values = f"{before:.4g} -> {after:.4g}" if before is not None and after is not None else "?"
         return (
-            f"{self.culprit[:12]} {self.subject!r}: {self.metric} {values} (median per run, GOOD vs it; "
+            f"{self.culprit[:12]} {self.subject!r}: {self.metric} {values} "
+            f"({self.value_label or 'its value'}, median per run, GOOD vs it; "
             f"x{probe.ratio:.3f} [x{probe.low:.3f}..x{probe.high:.3f}], {probe.pairs} pairs) "
             f"(first changed after {self.parent[:12]})"
         )
@@ -150,6 +152,7 @@ def bisect_timing(
     state_path: Path | None = None,
     test_name: str | None = None,
     say: Callable[[str], None] = lambda _m: None,
+    value_label: str = "",
 ) -> TimingBisect:
     """The first commit after ``good`` whose ``metric`` moved as BAD's did, each probe an interleaved A/B."""
     good, bad = resolve(repo, good), resolve(repo, bad)
@@ -212,4 +215,4 @@ def bisect_timing(
             return TimingBisect(metric, INCONCLUSIVE, probes, runs, doubt=chain[lo + 1 : hi + 1], stopped_at=p)
     culprit, parent = chain[hi], chain[lo] if lo >= 0 else good
     _sha, _when, subject = commit_info(repo, culprit)
-    return TimingBisect(metric, "found", probes, runs, culprit, subject, parent)
+    return TimingBisect(metric, "found", probes, runs, culprit, subject, parent, value_label=value_label)
