@@ -113,10 +113,38 @@ def test_a_resumed_bisect_measures_nothing_again(repo, tmp_path: Path) -> None:
 
 def test_bad_requests_are_refused_before_any_run(repo) -> None:
     path, shas = repo
-    with pytest.raises(HistoryError, match="is a timing metric"):
-        check_metric("step_ms")
+    with pytest.raises(HistoryError, match="is a label metric"):
+        check_metric("input_format")
     with pytest.raises(HistoryError, match="not a perfsuite metric"):
         check_metric("nope")
     with pytest.raises(HistoryError, match="is not an ancestor"):
         commits_between(path, shas[-1], shas[0])
     assert len(commits_between(path, shas[0], shas[-1])) == 15
+
+
+def test_timing_bisect_end_to_end_finds_a_slower_step(tmp_path: Path) -> None:
+    """3 commits, each step sleeping 20 ms, 60 ms from commit 3 on (a sleep, so that the 2-core VM's load does
+    not drown it): each probe an interleaved A/B of real ``perfsuite exec`` runs; every run recorded."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    shas = []
+    for i in range(1, 4):
+        step = f"__import__('time').sleep({0.06 if i >= 3 else 0.02})  # commit {i}"
+        (repo / "train.py").write_text(SCRIPT.replace("# STEP-END", step))
+        _git(repo, "add", "train.py")
+        _git(repo, "commit", "-qm", f"commit {i}")
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    state = tmp_path / "state.json"
+    cmd = [sys.executable, "-m", "perfsuite.cli", "bisect", shas[0], shas[-1], "--metric", "step_ms"]
+    cmd += ["--repo", str(repo), "--history", str(tmp_path / "h"), "--state", str(state), "--steps", "4"]
+    cmd += ["--delta", "0.5", "--max-rounds", "8", "--", "python", "train.py"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stdout + out.stderr
+    print(out.stdout)
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"first changed: {shas[2][:12]} 'commit 3': step_ms "), last
+    probes = json.loads(state.read_text())["probes"]
+    assert set(probes) == {shas[1], shas[2]} and probes[shas[1]]["outcome"] == "same"
+    runs = sum(p["runs"] for p in probes.values())
+    assert len(list((tmp_path / "h").rglob("*.json"))) == runs  # every run recorded in the history

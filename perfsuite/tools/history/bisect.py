@@ -8,8 +8,8 @@ git worktree of its own (as ``perfsuite ab`` does) and measured by ``perfsuite e
 history store, and the values found so far are kept in a state file after each run, so an interrupted bisect
 resumes where it stopped.
 
-Timing metrics are not bisected here: one run per commit cannot decide them, and an interleaved bisect is not
-built yet; the command says so and points at ``perfsuite ab`` for a pair of commits.
+Timing metrics are not bisected here: one run per commit cannot decide them. :mod:`.timing_bisect` probes
+each commit with interleaved repeats against GOOD instead.
 """
 
 from __future__ import annotations
@@ -53,17 +53,24 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
-def check_metric(name: str) -> None:
+TIMING_KINDS = frozenset({"timing", "noisy"})
+
+
+def check_metric(name: str) -> str:
+    """How ``name`` is bisected: ``exact`` (one run per commit) or ``timing`` (interleaved repeats per probe,
+    :mod:`.timing_bisect`)."""
     spec = registry.find(name)
     if spec is None:
         known = ", ".join(s.name for s in registry.all_specs() if s.kind == "exact")
-        raise HistoryError(f"--metric {name!r} is not a perfsuite metric; exact ones: {known}")
-    if spec.kind != "exact":
-        raise HistoryError(
-            f"--metric {name} is a {spec.kind} metric: one run per commit cannot decide it, and perfsuite bisect "
-            "bisects exact counters only (an interleaved bisect of timings is not built yet). Bisect an exact "
-            "counter, or compare two commits with `perfsuite ab GOOD BAD`"
-        )
+        raise HistoryError(f"--metric {name!r} is not a perfsuite metric; exact ones: {known}; or a timing: step_ms")
+    if spec.kind == "exact":
+        return "exact"
+    if spec.kind in TIMING_KINDS:
+        return "timing"
+    raise HistoryError(
+        f"--metric {name} is a {spec.kind} metric: perfsuite bisect takes an exact counter (one run per commit) "
+        "or a timing (interleaved repeats); bisect one of those, or compare two commits with `perfsuite ab GOOD BAD`"
+    )
 
 
 @dataclass
@@ -142,7 +149,8 @@ def bisect(
     say: Callable[[str], None] = lambda _m: None,
 ) -> Culprit | None:
     """The first commit after ``good`` whose ``metric`` differs from ``good``'s (None: BAD's equals it)."""
-    check_metric(metric)
+    if check_metric(metric) != "exact":
+        raise HistoryError(f"{metric} is a timing: one run per commit cannot decide it; bisect it by probes")
     good, bad = resolve(repo, good), resolve(repo, bad)
     chain = commits_between(repo, good, bad)
     if not chain:

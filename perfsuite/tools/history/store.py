@@ -125,18 +125,26 @@ class HistoryStore:
     root: Path = DEFAULT_ROOT
     problems: list[str] = field(default_factory=list)
 
-    def path_for(self, commit: str, machine: dict[str, Any], test: str) -> Path:
-        return self.root / commit[:2] / commit / f"{_slug(machine['key'])}__{_slug(test)}.json"
+    def path_for(self, commit: str, machine: dict[str, Any], test: str, run: str | None = None) -> Path:
+        tail = f"__{_slug(run)}" if run else ""
+        return self.root / commit[:2] / commit / f"{_slug(machine['key'])}__{_slug(test)}{tail}.json"
 
     def record(
-        self, result: Result, commit: str, commit_time: float, subject: str = "", test: str | None = None
+        self,
+        result: Result,
+        commit: str,
+        commit_time: float,
+        subject: str = "",
+        test: str | None = None,
+        run: str | None = None,
     ) -> Path | None:
-        """Write one run; None when this commit+machine+test is recorded already (the first one is kept)."""
+        """Write one run; None when this commit+machine+test (+``run``, a repeat's tag: a timing bisect's
+        interleaved runs) is recorded already (the first one is kept)."""
         if not SHA.match(commit):
             raise HistoryError(f"commit {commit!r} is not a git sha; pass the full or abbreviated hex id")
         machine = machine_of(result)
         entry = Entry(commit, commit_time, subject, machine, test or test_of(result), time.time(), result)
-        path = self.path_for(commit, machine, entry.test)
+        path = self.path_for(commit, machine, entry.test, run)
         if path.exists():
             return None
         try:
