@@ -199,6 +199,10 @@ def _check_doctor(args: argparse.Namespace) -> None:
     if args.target_samples_per_s is not None:
         above("--target-samples-per-s", args.target_samples_per_s, 0)
     outputs("doctor", args)
+    from perfsuite.cli.doctor_script import is_script_command
+
+    if is_script_command(args):  # -- python train.py ARGS: the script's own run says what is wrong with it
+        return
     if looks_like_test_id(args.workload):
         perf_test_id(args.workload)
     else:

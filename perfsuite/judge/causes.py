@@ -75,7 +75,8 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
         name = verdict.metric
         changed = [str(c) for c in site_changes(base.metric(name).detail, result.metric(name).detail)]
         if changed:  # what changed since the base, new and gone sites first, rather than head's busiest sites
-            return Cause(label, tuple(changed[:3]))
+            uneven = _uneven_ranks(result.metric(name).detail, "syncs/step")  # and which ranks do it
+            return Cause(label, tuple([*changed[:3], *uneven]))
     finder = _FINDERS.get(label, lambda k, r: ())
     changed = _changed_knobs(base, result, LOADER_KNOBS) if base is not None and spec.probe == "loader" else []
     return Cause(label, tuple(dict.fromkeys([*changed, *finder(knobs, result)])))

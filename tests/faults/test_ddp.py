@@ -84,9 +84,10 @@ def test_a_rank0_only_read_shows_on_rank0_only(ddp_runs: dict[str, Result]) -> N
     ],
 )
 def test_perfsuite_compare_names_the_ddp_cause(
-    fault: str, row_names: tuple[str, ...], ddp_runs: dict[str, Result], tmp_path, capsys
+    fault: str, row_names: tuple[str, ...], ddp_runs: dict[str, Result], tmp_path, capsys, monkeypatch
 ) -> None:
     """`perfsuite compare` on the reference and the fault's Result: the failing row says what happened, where."""
+    monkeypatch.setenv("PERFSUITE_WALL_BOUND", "1")  # the naming is tested, beside the other test workers' load
     from perfsuite.cli.main import main
     from perfsuite.harness.faults import FAULTS
 
