@@ -15,16 +15,15 @@ no flag for it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import runpy
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfsuite.errors import ScriptError
+from perfsuite.harness.script import as_main
 from perfsuite.jobs.script import LoaderChoice, Script
 
 
@@ -49,28 +48,6 @@ class TrainingLoader:
             f"{type(self.loader).__name__} over {type(self.dataset).__name__} "
             f"(batch {getattr(self.loader, 'batch_size', '?')}, {getattr(self.loader, 'num_workers', '?')} workers)"
         )
-
-
-@contextlib.contextmanager
-def _as_main(script: Script) -> Iterator[None]:
-    """``sys.argv`` and ``sys.path`` as ``python train.py ARGS`` would have them, then as they were.
-
-    Modules imported from the script's directory are forgotten afterwards (the objects built from them stay
-    usable), so a second script with a ``transforms.py`` of its own gets its own.
-    """
-    home = script.path.parent if script.path is not None else Path.cwd()
-    argv, path, modules = sys.argv[:], sys.path[:], set(sys.modules)
-    sys.argv = [str(script.path) if script.path is not None else str(script.module), *script.argv[1:]]
-    sys.path.insert(0, str(home))
-    try:
-        yield
-    finally:
-        sys.argv, sys.path[:] = argv, path
-        root = str(home.resolve()) + os.sep
-        for name in set(sys.modules) - modules:
-            where = getattr(sys.modules.get(name), "__file__", None) or ""
-            if where and os.path.abspath(where).startswith(root):
-                del sys.modules[name]
 
 
 def _loss_ignore_index(frame: Any, criterion: str | None) -> int | None:
@@ -113,7 +90,7 @@ def find_training_loader(script: Script) -> TrainingLoader:
 
     DataLoader.__iter__ = hooked  # type: ignore[method-assign]
     try:
-        with _as_main(script):
+        with as_main(script):
             if script.module is not None:
                 runpy.run_module(script.module, run_name="__main__", alter_sys=True)
             else:

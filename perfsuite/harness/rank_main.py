@@ -144,9 +144,7 @@ def run_plan(plan: dict[str, Any], run_dir: Path, rank: int) -> None:
 
 def run_one(run: Any, rank: int, world: int, device: str) -> Any:
     """One run on this rank: the runner's phases with every probe plus the rank probe; this rank's report."""
-    import torch
 
-    from perfsuite.harness.rank_merge import RankReport
     from perfsuite.harness.runner import default_probes
     from perfsuite.harness.runner import run as run_job
     from perfsuite.probes.ranks import RankProbe
@@ -156,19 +154,9 @@ def run_one(run: Any, rank: int, world: int, device: str) -> Any:
     probe.progress = _PROGRESS
     probes = ([*default_probes()] if run.probes else []) + [probe]
     result = run_job(spec, probes)
-    return RankReport(
-        rank=rank,
-        result=result,
-        phases=probe.phases,
-        sync_forward=probe.sync_forward,
-        straggler_reason=probe.straggler_reason,
-        epoch_samples=probe.epoch_samples(),
-        dataset_len=probe.dataset_len,
-        sampler_reason=probe.sampler_reason,
-        threads=torch.get_num_threads(),
-        workers=probe.workers,
-        pid=os.getpid(),
-    )
+    from perfsuite.harness.rank_merge import rank_report
+
+    return rank_report(rank, result, probe)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ slowest rank does.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -380,3 +381,22 @@ def scaling_efficiency(pairs: Sequence[tuple[float, float]], nproc: int, confide
             detail=detail,
         )
     return Metric(name, estimate, "fraction", detail=detail)
+
+
+def rank_report(rank: int, result: Result, probe: Any) -> RankReport:
+    """What one rank hands the launcher: its Result and what its rank probe saw (a job's rank or a script's)."""
+    import torch
+
+    return RankReport(
+        rank=rank,
+        result=result,
+        phases=probe.phases,
+        sync_forward=probe.sync_forward,
+        straggler_reason=probe.straggler_reason,
+        epoch_samples=probe.epoch_samples(),
+        dataset_len=probe.dataset_len,
+        sampler_reason=probe.sampler_reason,
+        threads=torch.get_num_threads(),
+        workers=probe.workers,
+        pid=os.getpid(),
+    )

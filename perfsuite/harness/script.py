@@ -266,7 +266,7 @@ def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _as_main(script: Script) -> Iterator[None]:
+def as_main(script: Script) -> Iterator[None]:
     """``sys.argv``, ``sys.path`` and ``sys.modules`` as ``python train.py ARGS`` would have them, then as they were.
 
     Modules the script imported from its own directory are forgotten afterwards, so a second script with a
@@ -334,7 +334,7 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
     driver = source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
     failure: BaseException | None = None
     try:
-        with _hooked_loaders(source), _as_main(script):
+        with _hooked_loaders(source), as_main(script):
             try:
                 _run(script)
             except Stop:

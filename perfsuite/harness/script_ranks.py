@@ -154,11 +154,9 @@ def run_script_distributed(
 
 def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> None:
     """In one rank (from :func:`perfsuite.harness.rank_main.run_plan`): run the script, write this rank's report."""
-    import torch
 
     from perfsuite.core.tmpfiles import write_bytes_atomic
     from perfsuite.harness.loader_args import LoaderCalls, Override
-    from perfsuite.harness.rank_merge import RankReport
     from perfsuite.harness.runner import default_probes
     from perfsuite.harness.runner import run as run_job
     from perfsuite.harness.script_child import TrainingLoaderProbe, loader_facts
@@ -185,19 +183,9 @@ def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> N
             raise
         text = str(exc).replace("its traceback is above", "its traceback is below")
         raise ScriptError(f"{text}\n{exc.script_traceback.rstrip()}") from None
-    report = RankReport(
-        rank=rank,
-        result=result,
-        phases=probe.phases,
-        sync_forward=probe.sync_forward,
-        straggler_reason=probe.straggler_reason,
-        epoch_samples=probe.epoch_samples(),
-        dataset_len=probe.dataset_len,
-        sampler_reason=probe.sampler_reason,
-        threads=torch.get_num_threads(),
-        workers=probe.workers,
-        pid=os.getpid(),
-    )
+    from perfsuite.harness.rank_merge import rank_report
+
+    report = rank_report(rank, result, probe)
     if doctor is not None and rank == 0:
         facts = {"ledger": ledger.summary(), "loader": loader_facts(calls, loader)}
         write_bytes_atomic(run_dir / "doctor0.json", json.dumps(facts, default=repr).encode())
