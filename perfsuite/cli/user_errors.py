@@ -30,6 +30,8 @@ PHASES = {
     "observe": "in the observed steps",
 }
 _WORKER_SIGNAL = re.compile(r"DataLoader worker \(pids? ?\(?([\d, ]+)\)?\) is killed by signal: ([^.]+)\.")
+# The same death, when torch notices it while unpickling the batch's shared memory instead (the reason is lost).
+_WORKER_EXITED = re.compile(r"DataLoader worker \(pid(?:\(s\)|s)? ?([\d, ]+)\) exited unexpectedly")
 _WORKER_RAISED = re.compile(
     r"Caught (\w+) in DataLoader worker process (\d+)\.\nOriginal (Traceback[^\n]*\n)(.*)", re.S
 )
@@ -56,6 +58,14 @@ def describe(exc: BaseException, target: str) -> UserError | None:
             f"job {target!r}: DataLoader worker (pid {pids}) was killed by signal {_signal_name(name)}{where}{at}; "
             "its Dataset or collate crashed (native code, or memory); run with --workers 0 to see it fail in "
             "this process",
+            "",
+        )
+    exited = _WORKER_EXITED.search(text)
+    if exited:
+        return UserError(
+            f"job {target!r}: DataLoader worker (pid {exited.group(1).strip()}) was killed by signal or crashed"
+            f"{where}{at} (torch saw it exit while handing over a batch, so the signal is not known); its Dataset "
+            "or collate crashed (native code, or memory); run with --workers 0 to see it fail in this process",
             "",
         )
     raised = _WORKER_RAISED.search(text)

@@ -108,3 +108,11 @@ def test_help_does_not_import_torch() -> None:
     code = "import sys; from perfsuite.cli.main import build_parser; build_parser(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_worker_that_exited_unexpectedly_is_one_line_of_the_users_terms():
+    from perfsuite.cli.user_errors import describe
+
+    told = describe(RuntimeError("DataLoader worker (pid(s) 7622) exited unexpectedly"), "segv_data")
+    assert told is not None and told.traceback == ""
+    assert told.line.startswith("job 'segv_data': DataLoader worker (pid 7622) was killed by signal or crashed")
