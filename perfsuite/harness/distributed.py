@@ -287,18 +287,7 @@ def launch(
     }
     (run_dir / "plan.json").write_text(json.dumps(payload), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": str(plan.omp_threads)}
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",  # a local rendezvous on a free port chosen by torchrun: never a fixed port
-        f"--nproc-per-node={nproc}",
-        "--max-restarts=0",
-        f"--log-dir={run_dir / 'elastic'}",  # else torchrun leaves a torchelastic_* folder in TMPDIR per launch
-        "-m",
-        "perfsuite.harness.rank_main",
-        str(run_dir),
-    ]
+    command = torchrun_command(nproc, run_dir)
     log_path = run_dir / "torchrun.log"
     watchdog = WatchdogConfig(**runs[0].watchdog)
     try:
@@ -385,3 +374,20 @@ def scaling(
         pairs.append((figures[1], figures[nproc]))
     metrics = {**main.metrics, "scaling_efficiency": scaling_efficiency(pairs, nproc)}
     return dataclasses.replace(main, metrics=metrics)
+
+
+def torchrun_command(nproc: int, run_dir: Path) -> list[str]:
+    """``torch.distributed.run`` of :mod:`perfsuite.harness.rank_main` on ``nproc`` local ranks, reading its plan
+    from ``run_dir`` (a job's ranks and a script's alike)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",  # a local rendezvous on a free port chosen by torchrun: never a fixed port
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        f"--log-dir={run_dir / 'elastic'}",  # else torchrun leaves a torchelastic_* folder in TMPDIR per launch
+        "-m",
+        "perfsuite.harness.rank_main",
+        str(run_dir),
+    ]

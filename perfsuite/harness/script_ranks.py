@@ -85,17 +85,9 @@ def launch_script(
         plan["doctor"] = {"override": doctor.get("override")}
     (run_dir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": str(omp_threads)}
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",  # a local rendezvous on a free port chosen by torchrun: never a fixed port
-        f"--nproc-per-node={nproc}",
-        "--max-restarts=0",
-        "-m",
-        "perfsuite.harness.rank_main",
-        str(run_dir),
-    ]
+    from perfsuite.harness.distributed import torchrun_command
+
+    command = torchrun_command(nproc, run_dir)  # its --log-dir keeps torchelastic_* folders out of TMPDIR
     log_path = run_dir / "torchrun.log"
     try:
         with open(log_path, "w", encoding="utf-8") as log:

@@ -89,20 +89,36 @@ CAL_LOOP = 1500  # iterations of its pure-Python bookkeeping
 
 
 def _cal_file() -> str:
-    """A 32x32 grayscale PNG on disk, written once per process (removed at exit): the miniature loader's data."""
+    """A 32x32 grayscale PNG on disk, the miniature loader's data: one file in perfsuite's cache folder, written
+    once (atomically) and reused by every process, so no process that dies without its exit handlers (a killed
+    rank, a worker) leaves a copy in the temp folder; a temporary file removed at exit where the cache is not
+    writable."""
     global _CAL_FILE
     if _CAL_FILE is None or not os.path.exists(_CAL_FILE):
-        import atexit
+        import io
 
         import numpy as np
         from PIL import Image
 
-        fd, path = tempfile.mkstemp(prefix="perfsuite-calibration-", suffix=".png")
-        with os.fdopen(fd, "wb") as out:
-            pixels = np.random.default_rng(20).integers(0, 256, (32, 32), dtype=np.uint8)
-            Image.fromarray(pixels).save(out, format="PNG")
-        atexit.register(_remove, path)
-        _CAL_FILE = path
+        from perfsuite.core import tmpfiles
+        from perfsuite.jobs.workloads.data import default_cache_dir
+
+        buf = io.BytesIO()
+        pixels = np.random.default_rng(20).integers(0, 256, (32, 32), dtype=np.uint8)
+        Image.fromarray(pixels).save(buf, format="PNG")
+        path = default_cache_dir() / "calibration-32x32.png"
+        try:
+            if not path.is_file() or path.read_bytes() != buf.getvalue():
+                tmpfiles.write_bytes_atomic(path, buf.getvalue())
+            _CAL_FILE = str(path)
+        except OSError:  # a read-only home: a temporary, removed at exit
+            import atexit
+
+            fd, name = tempfile.mkstemp(prefix="perfsuite-calibration-", suffix=".png")
+            with os.fdopen(fd, "wb") as out:
+                out.write(buf.getvalue())
+            atexit.register(_remove, name)
+            _CAL_FILE = name
     return _CAL_FILE
 
 
