@@ -7,6 +7,7 @@ without running anything (``--table``)::
     python scripts/contention_study.py                                   # the full study: 200 pairs per cell
     python scripts/contention_study.py --pairs 6 --jobs gray_classifier  # a short one
     python scripts/contention_study.py --table                           # the table from the kept data
+    python scripts/contention_study.py --resume --minutes 30             # add pairs to the kept cells, up to 200
 
 A *cell* is (job, busy processes, variant). Variants: ``aa`` (the same code on both sides), ``slow10`` and
 ``slow30`` (the head's step sleeps 10% / 30% of the job's quiet median step: the wall clock moves, no exact
@@ -139,23 +140,51 @@ def _save(data: dict[str, Any]) -> None:
     os.replace(tmp, DATA)
 
 
-def study(jobs: list[str], busy_counts: list[int], variants: list[str], pairs: int, steps: int) -> dict[str, Any]:
-    data: dict[str, Any] = {"cells": {}, "runs": 0, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-    data["command"] = " ".join(["python", "scripts/contention_study.py", *sys.argv[1:]])
-    for job in jobs:
-        pilot = one_run(job, 0.0, steps)  # the quiet-ish median step the slowdowns are a share of
-        step_s = float(pilot.value("step_ms")) / 1e3
-        for n in busy_counts:
-            with busy(n):
-                for variant in variants:
-                    key = f"{job}|{n}|{variant}"
-                    cell: list[dict[str, Any]] = data["cells"].setdefault(key, [])
-                    for k in range(pairs):
-                        if k % 2 == 0:  # the order alternates, so a drift in the machine favours neither side
+def study(
+    jobs: list[str],
+    busy_counts: list[int],
+    variants: list[str],
+    pairs: int,
+    steps: int,
+    detect_every: int = 1,
+    minutes: list[float] | None = None,
+    resume: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Rounds of one pair per job (and, every ``detect_every``-th round, one per slowdown variant), per busy
+    level: the cells of a level grow together, so a level cut short by ``minutes`` still has balanced cells.
+    The slowdowns run only with 0 and 1 busy processes (the issue asks detection quiet and under one).
+    ``resume``: the kept data, whose cells are filled up to ``pairs`` (slowdowns: ``pairs / detect_every``)."""
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    data: dict[str, Any] = resume or {"cells": {}, "runs": 0, "started": now}
+    command = " ".join(["python", "scripts/contention_study.py", *sys.argv[1:]])
+    data["commands"] = [*data.get("commands", [data["command"]] if "command" in data else []), f"{now}: {command}"]
+    step_s = dict(data.get("pilot_step_s", {}))
+    for job in jobs:  # the quiet-ish median step the slowdowns are a share of, kept across resumed runs
+        if job not in step_s:
+            step_s[job] = float(one_run(job, 0.0, steps).value("step_ms")) / 1e3
+    data["pilot_step_s"] = step_s
+    for level, n in enumerate(busy_counts):
+        limit = minutes[min(level, len(minutes) - 1)] if minutes else None
+        deadline = time.monotonic() + limit * 60 if limit else None
+        with busy(n):
+            for k in range(pairs):
+                if deadline is not None and time.monotonic() > deadline:
+                    print(f"busy {n}: stopped after {k} rounds ({limit} min)", file=sys.stderr, flush=True)
+                    break
+                for job in jobs:
+                    for variant in variants:
+                        if variant != "aa" and (k % detect_every or n > 1):
+                            continue
+                        key = f"{job}|{n}|{variant}"
+                        cell: list[dict[str, Any]] = data["cells"].setdefault(key, [])
+                        if len(cell) >= (pairs if variant == "aa" else -(-pairs // detect_every)):
+                            continue
+                        sleep_s = VARIANTS[variant] * step_s[job]
+                        if len(cell) % 2 == 0:  # the order alternates, so a drift in the machine favours neither
                             base = one_run(job, 0.0, steps)
-                            head = one_run(job, VARIANTS[variant] * step_s, steps)
+                            head = one_run(job, sleep_s, steps)
                         else:
-                            head = one_run(job, VARIANTS[variant] * step_s, steps)
+                            head = one_run(job, sleep_s, steps)
                             base = one_run(job, 0.0, steps)
                         pair = judge_pair(base, head)
                         pair["loadavg"] = os.getloadavg()[0]
@@ -163,7 +192,7 @@ def study(jobs: list[str], busy_counts: list[int], variants: list[str], pairs: i
                         data["runs"] += 2
                         data["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
                         _save(data)
-                        print(f"{key} pair {k + 1}/{pairs}: {pair}", file=sys.stderr, flush=True)
+                        print(f"{key} pair {len(cell)}: {pair}", file=sys.stderr, flush=True)
     return data
 
 
@@ -246,6 +275,13 @@ def main() -> int:
     parser.add_argument("--variants", default="aa,slow10,slow30", help=f"of {', '.join(VARIANTS)}")
     parser.add_argument("--pairs", type=int, default=200, help="pairs per cell (the issue asks 200)")
     parser.add_argument("--steps", type=int, default=12, help="window steps per run")
+    parser.add_argument(
+        "--detect-every", type=int, default=1, help="a slowdown pair every N-th round (0 and 1 busy processes only)"
+    )
+    parser.add_argument(
+        "--minutes", help="stop each busy level's rounds after this many minutes (one figure, or one per level)"
+    )
+    parser.add_argument("--resume", action="store_true", help="add pairs to the kept data's cells, up to --pairs")
     parser.add_argument("--table", action="store_true", help="print the table from the kept data; run nothing")
     parser.add_argument(
         "--write-docs", action="store_true", help="with --table: put the table into docs/contention.md's study block"
@@ -263,11 +299,20 @@ def main() -> int:
     else:
         variants = [v for v in args.variants.split(",") if v]
         unknown = [v for v in variants if v not in VARIANTS]
-        if unknown or args.pairs < 1:
-            print(f"error: --variants takes {', '.join(VARIANTS)}; --pairs >= 1", file=sys.stderr)
+        if unknown or args.pairs < 1 or args.detect_every < 1:
+            print(f"error: --variants takes {', '.join(VARIANTS)}; --pairs and --detect-every >= 1", file=sys.stderr)
             return 2
         try:
-            data = study(args.jobs.split(","), [int(x) for x in args.busy.split(",")], variants, args.pairs, args.steps)
+            data = study(
+                args.jobs.split(","),
+                [int(x) for x in args.busy.split(",")],
+                variants,
+                args.pairs,
+                args.steps,
+                args.detect_every,
+                [float(x) for x in args.minutes.split(",")] if args.minutes else None,
+                json.loads(DATA.read_text()) if args.resume else None,
+            )
         except KeyboardInterrupt:
             print("interrupted: the pairs done so far are kept in", DATA, file=sys.stderr)
             return 130

@@ -189,23 +189,68 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
 
     Only that metric's samples are kept, so its rows are the only ones re-judged: the others stay as run.
     """
-    from perfsuite.core.results import Fingerprint, Metric, Result
-
-    machine = Fingerprint.collect("cpu")
-
-    def result(ledger: dict[str, list[float]]) -> Result:
-        cpu = ledger["loader_cpu_ms"]
-        metric = Metric("loader_cpu_ms_per_sample", statistics.median(cpu), "ms/sample")
-        samples = {key: list(ledger[key]) for key in LEDGER_SAMPLES}
-        return Result(record["reference"], "smoke", {}, {metric.name: metric}, samples, machine, 1, len(cpu), 0)
 
     outcomes: dict[str, Counter[str]] = {"aa": Counter(), "ab": Counter()}
     for i, pair in enumerate(record["samples"]):
-        for v in compare_results(result(pair["base"]), result(pair["head"]), f"{pair['pair']}{i}", force=True):
+        for v in compare_results(
+            _ledger_result(record["reference"], pair["base"]),
+            _ledger_result(record["reference"], pair["head"]),
+            f"{pair['pair']}{i}",
+            force=True,
+        ):
             if v.metric == "loader_cpu_ms_per_sample":
                 outcomes[pair["pair"]][str(v.outcome)] += 1
     judged = {kind: {**record["outcomes"][kind], "loader_cpu_ms_per_sample": dict(c)} for kind, c in outcomes.items()}
     return {**record, "outcomes": judged}
+
+
+def _ledger_result(reference: str, ledger: dict[str, list[float]]) -> Any:
+    """A Result holding only the ledger's kept samples, as the engine judges ``loader_cpu_ms_per_sample``."""
+    from perfsuite.core.results import Fingerprint, Metric, Result
+
+    cpu = ledger["loader_cpu_ms"]
+    metric = Metric("loader_cpu_ms_per_sample", statistics.median(cpu), "ms/sample")
+    samples = {key: list(ledger[key]) for key in LEDGER_SAMPLES}
+    machine = Fingerprint.collect("cpu")
+    return Result(reference, "smoke", {}, {metric.name: metric}, samples, machine, 1, len(cpu), 0)
+
+
+def pooled(record: dict[str, Any], k: int) -> dict[str, tuple[int, int]]:
+    """(failing verdicts, groups) per pair kind when ``k`` runs a side are pooled: disjoint groups of k
+    consecutive pairs, each side's replayed batches put together, judged once by today's engine."""
+    out: dict[str, tuple[int, int]] = {}
+    for kind, bad in (("aa", ("regressed", "improved")), ("ab", ("regressed",))):
+        pairs = [p for p in record["samples"] if p["pair"] == kind]
+        hits = groups = 0
+        for g in range(len(pairs) // k):
+            chunk = pairs[g * k : (g + 1) * k]
+            sides = [
+                {key: [x for p in chunk for x in p[side][key]] for key in LEDGER_SAMPLES} for side in ("base", "head")
+            ]
+            base, head = (_ledger_result(record["reference"], ledger) for ledger in sides)
+            for v in compare_results(base, head, f"{kind}{g}", force=True):
+                if v.metric == "loader_cpu_ms_per_sample":
+                    hits += str(v.outcome) in bad
+            groups += 1
+        out[kind] = (hits, groups)
+    return out
+
+
+def pooled_table(records: list[tuple[str, dict[str, Any]]], ks: tuple[int, ...] = (1, 2, 3, 4)) -> str:
+    """How many runs a side the CPU ledger needs: false alarms and detection of +20% with k runs pooled."""
+    lines = [
+        "| reference | condition | slowdown | runs a side | false alarms (A/A) | detected (A/B) |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for name, record in records:
+        for k in ks:
+            got = pooled(record, k)
+            (fa, na), (hit, nb) = got["aa"], got["ab"]
+            lines.append(
+                f"| `{record['reference']}` | {record.get('condition', name)} | {record.get('slowdown', 'work')} | "
+                f"{k} | {fa}/{na} ({fa / max(1, na):.0%}) | {hit}/{nb} ({hit / max(1, nb):.0%}) |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def table(record: dict[str, Any], condition: str) -> str:
@@ -275,7 +320,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="run nothing: judge these records' kept loader samples again with today's rule, rewrite them, print",
     )
+    parser.add_argument(
+        "--pooled",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: from these records, false alarms and detection with 1-4 runs a side pooled",
+    )
     args = parser.parse_args(argv)
+    if args.pooled:
+        records = []
+        for path in args.pooled:
+            try:
+                records.append((path.stem, json.loads(path.read_text(encoding="utf-8"))))
+            except (OSError, ValueError) as exc:
+                parser.error(f"--pooled {path}: cannot be read as JSON ({exc}); give a file this script wrote")
+        print(pooled_table(records), flush=True)
+        return 0
     if args.rejudge:
         for path in args.rejudge:
             try:

@@ -11,7 +11,8 @@ window's end and the loader ledger, its idle wait included), what the kernel say
 * **steal**: the share of the machine's CPU time the hypervisor gave to other guests (``psutil.cpu_times``);
 * **neighbours**: the share of the usable cores' time that processes *outside this run's process tree*
   used: busy CPU time on the cores of this process's affinity mask, less the tree's own (this process, its
-  live and its reaped children), over wall time x usable cores. Equal A/A runs do not move it; a neighbour does;
+  live and its reaped children; for a rank under torchrun, the launch's whole tree: the other ranks are the
+  same job), over wall time x usable cores. Equal A/A runs do not move it; a neighbour does;
 * **run queue per usable core**: runnable tasks (``/proc/stat``'s ``procs_running``, this run's own included)
   sampled every 50 ms by a passive thread, over the usable cores;
 * **the calibration kernel** (:func:`perfsuite.probes.stages.calibrate`, the loader ledger's miniature
@@ -112,14 +113,43 @@ def _cpu_times() -> tuple[float, float, float] | None:
     return busy, total, steal
 
 
+def job_root(me: Any) -> Any:
+    """The process whose tree is this run's job: torchrun's agent for a rank (its sibling ranks and their workers
+    are the job, not neighbours: without this each of 2 ranks on 2 cores read the other as 50% foreign load and
+    every wall-clock verdict of a DDP run abstained), else None (this process's own tree)."""
+    if os.environ.get("TORCHELASTIC_RUN_ID") is None:
+        return None
+    try:
+        return me.parent()
+    except Exception:  # noqa: BLE001 - the parent went away: judge by this process's tree
+        return None
+
+
+def _tree_ns(root: Any) -> int:
+    """CPU ns of ``root`` and every live descendant, each with the children it has reaped (psutil)."""
+    import psutil
+
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:  # gone between the listing and the read: its time moves to its parent's reaped total
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return int(total * 1e9)
+
+
 def _own_ns() -> int | None:
     """CPU ns of this run's process tree: every thread of this process (``/proc/<pid>/schedstat`` holds the main
     thread's only, and intra-op threads would count as neighbours), its live descendants (psutil, all their
-    threads) and its reaped children (``getrusage``)."""
+    threads) and its reaped children (``getrusage``); for a rank under torchrun, the whole launch's tree."""
     try:
         import psutil
 
         me = psutil.Process()
+        root = job_root(me)
+        if root is not None:
+            return _tree_ns(root)
         live = 0.0
         for child in me.children(recursive=True):
             try:

@@ -25,6 +25,7 @@ get one per reading, ``nvmlGpmMetricsGet`` between them), and the logic around t
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,12 @@ def read(backend: Any, selection: Selection) -> dict[str, float | str]:
     out: dict[str, float | str] = {}
     for name, (metric_id, scale) in ids.items():
         value = raw.get(metric_id)
-        out[name] = float(value) * scale if isinstance(value, (int, float)) else str(value)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[name] = float(value) * scale
+        elif isinstance(value, (int, float)):  # seen on an H100 (driver 580): NaN for DRAM bandwidth, some intervals
+            out[name] = f"NVML GPM returned {value} for metric id {metric_id}"
+        else:
+            out[name] = str(value)
     return out
 
 

@@ -41,12 +41,18 @@ class Sites:
 
         self.torch_dir = os.path.dirname(torch.__file__) + os.sep
         package = os.path.dirname(os.path.dirname(probes_pkg.__file__))
+        self.probes_dir = os.path.dirname(probes_pkg.__file__) + os.sep
+        self.warnings_py = os.path.dirname(warnings.__file__) + os.sep + "warnings.py"
+        driver = os.path.join(package, "harness", "driver.py")
+        # where the driver opens and closes the probes' watchers: a torch context manager (a profiler) exited
+        # there has no probe frame between torch and the driver
+        self.bookkeeping = frozenset({(driver, "_open_observed"), (driver, "_close_observed")})
         self.harness = (
-            os.path.dirname(probes_pkg.__file__) + os.sep,
+            self.probes_dir,
             os.path.join(package, "harness", "runner.py"),
             os.path.join(package, "harness", "script.py"),  # a script's steps (perfsuite exec)
             os.path.join(package, "jobs", "contract.py"),
-            os.path.dirname(warnings.__file__) + os.sep + "warnings.py",
+            self.warnings_py,
             contextlib.__file__,
         )
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
@@ -68,6 +74,20 @@ class Sites:
                 return site, direct
             frame = frame.f_back
         return "<unknown>", direct
+
+    def issued_by_probe(self, frame: Any) -> bool:
+        """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
+
+        Such a call is the measurement's, not the step's: a probe reading what it collected as its watcher
+        closes (seen on an H100: one sync per step at the driver's line that closes the watchers). contextlib's
+        frames are passed over, and the driver's opening and closing of the watchers counts as a probe's.
+        """
+        while frame is not None:
+            path = frame.f_code.co_filename
+            if not path.startswith(self.torch_dir) and path not in (self.warnings_py, contextlib.__file__):
+                return path.startswith(self.probes_dir) or (path, frame.f_code.co_name) in self.bookkeeping
+            frame = frame.f_back
+        return False
 
     def identity(self, site: str) -> dict[str, str]:
         """``{"function": ..., "code": ...}`` for a site :meth:`find` returned: what survives lines moving above it.

@@ -190,6 +190,7 @@ class _CudaTrace:
         self.sites = sites
         self.runtime: Counter[str] = Counter()
         self.warned: Counter[tuple[str, str]] = Counter()
+        self.probes_own = 0  # syncs that perfsuite's probes issued themselves, left out of the count
         self.error: str | None = None
         self._prof: Any = None
 
@@ -211,7 +212,11 @@ class _CudaTrace:
 
         def record(message, category, filename, lineno, file=None, line=None):
             if "synchroniz" in str(message):
-                self.warned[("sync (debug mode)", self.sites.find(sys._getframe(1))[0])] += 1
+                frame = sys._getframe(1)
+                if self.sites.issued_by_probe(frame):
+                    self.probes_own += 1  # the measurement's own read, not the step's
+                else:
+                    self.warned[("sync (debug mode)", self.sites.find(frame)[0])] += 1
             else:
                 original(message, category, filename, lineno, file, line)
 
@@ -334,13 +339,14 @@ class SyncProbe(Probe):
                 if n > by_site[site]:
                     per_site[(op, site)] = per_site.get((op, site), 0.0) + (n - by_site[site]) / k
             runtime = sum(self._trace.runtime.values())
-            missing = (
-                runtime - sum(full.values()) - sum(max(0, n - by_site[s]) for (_, s), n in self._trace.warned.items())
-            )
+            attributed = sum(max(0, n - by_site[s]) for (_, s), n in self._trace.warned.items())
+            missing = runtime - sum(full.values()) - attributed - self._trace.probes_own
             if missing > 0:
                 calls = ", ".join(f"{name} x{n}" for name, n in self._trace.runtime.most_common())
                 per_site[(f"unattributed CUDA sync ({calls})", "<unknown>")] = missing / k
             detail["cuda_runtime_syncs"] = dict(self._trace.runtime)
+            if self._trace.probes_own:  # the probes' own reads as their watchers closed: not the step's
+                detail["probes_own_syncs"] = self._trace.probes_own
             if self._trace.error:
                 detail["cuda_trace"] = self._trace.error
         sites = []

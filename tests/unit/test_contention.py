@@ -275,3 +275,37 @@ def test_the_wall_clock_bound_can_be_raised_and_a_bad_value_is_named(monkeypatch
     monkeypatch.setenv("PERFSUITE_WALL_BOUND", "lots")
     with pytest.raises(PerfsuiteError, match="PERFSUITE_WALL_BOUND='lots'"):
         contention.wall_bound()
+
+
+RANK_B = """
+import sys
+from perfsuite.probes.contention import _own_ns
+before = _own_ns()
+print("ready", flush=True)
+sys.stdin.readline()  # the sibling rank has burnt its CPU
+print((_own_ns() - before) / 1e9, flush=True)
+"""
+RANK_A = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n"
+
+
+def _sibling_cpu_seen(env: dict) -> float:
+    """A 'rank' measures its job's CPU while a sibling process of the same parent burns 0.5 s of CPU."""
+    b = subprocess.Popen(
+        [sys.executable, "-c", RANK_B], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert b.stdout is not None and b.stdin is not None
+    assert b.stdout.readline().strip() == "ready"
+    subprocess.run([sys.executable, "-c", RANK_A], env=env, check=True)
+    b.stdin.write("go\n")
+    b.stdin.flush()
+    seen = float(b.stdout.readline())
+    b.wait(timeout=30)
+    return seen
+
+
+def test_a_sibling_rank_under_torchrun_is_the_same_job_not_a_neighbour() -> None:
+    """2 ranks on 2 cores each read the other as 50% foreign load, so every DDP wall-clock verdict abstained."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    assert _sibling_cpu_seen({**env, "TORCHELASTIC_RUN_ID": "test"}) >= 0.4  # torchrun's agent's tree: the job
+    env.pop("TORCHELASTIC_RUN_ID", None)
+    assert _sibling_cpu_seen(env) < 0.3  # not under torchrun: a sibling is a neighbour, as before

@@ -180,3 +180,22 @@ def test_a_marker_bounds_a_loader_counter() -> None:
     (over,) = check_thresholds(result, "t", parse_thresholds({"max_loader_decoded_pixels_per_sample": 4096}))
     (within,) = check_thresholds(result, "t", parse_thresholds({"max_loader_decoded_pixels_per_sample": 16384}))
     assert over.failed and not within.failed
+
+
+def test_the_order_pil_learnt_its_formats_in_does_not_change_the_counts(tmp_path: Path) -> None:
+    """Image.open asks the formats in the order their plugins were imported; an H100 image's two sessions
+    differed there (0 and 2 BmpImagePlugin._accept calls per sample). Counted in one fixed order, and the
+    process's own order is put back afterwards."""
+    from PIL import Image
+
+    loader = DataLoader(Files(tmp_path), batch_size=2)
+    first = values(loader)
+    saved = list(Image.ID)
+    try:
+        Image.ID[:] = ["PNG"] + [f for f in saved if f != "PNG"]  # PngImagePlugin imported before the others
+        png_first = list(Image.ID)
+        assert values(loader) == first
+        assert Image.ID[: len(png_first)] == png_first  # the process's order, as it was
+    finally:
+        Image.ID[:] = saved
+    assert "PIL.BmpImagePlugin._accept" in " ".join(first["loader_calls_per_sample"][1])

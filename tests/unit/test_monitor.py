@@ -267,3 +267,16 @@ def test_the_pynvml_adapter_takes_one_sample_per_reading_and_compares_consecutiv
     assert nv.taken == [1, 2, 1] and [(a, b) for a, b, _ in nv.requests] == [(1, 2), (2, 1)]
     adapter.close()
     assert sorted(nv.freed) == [1, 2]
+
+
+def test_a_nan_gpm_reading_is_an_unavailable_metric_with_the_reason_not_a_crash(monkeypatch) -> None:
+    """An H100 (driver 580.159) returned NaN for DRAM bandwidth utilisation: the run must still report."""
+    monkeypatch.setattr("perfsuite.probes.nvml._target_for", lambda device: ("index", 0))
+    probe = NvmlProbe(backend_factory=lambda target: FakeGpu(gpm_errors={10: float("nan")}), interval_s=10)
+    probe.setup(SimpleNamespace(device="cuda:0", observe_steps=0))
+    probe.start()
+    probe.sampler.tick()
+    probe.stop()
+    m = {x.name: x for x in probe.metrics(WindowTimings(0.0, 1.0, 2, 1))}
+    assert m["gpu_dram_bw_util"].value is None and "returned nan" in m["gpu_dram_bw_util"].reason
+    assert m["gpu_sm_util"].value == pytest.approx(0.40)

@@ -208,3 +208,26 @@ def test_the_probe_keeps_a_sites_function_and_code_so_an_edit_above_it_changes_n
     assert [k.replace("/b/", "/a/") for k in after["by"]] == list(before["by"]) != []
     same_file = [{**a, "site": a["site"].replace("/b/", "/a/")}]  # the same file at two revisions
     assert site_changes({"sites": before["sites"]}, {"sites": same_file}) == []
+
+
+def test_a_call_whose_innermost_caller_is_a_probe_is_the_measurements_own_not_the_steps() -> None:
+    """On an H100 a probe's read as its watcher closed was counted as a sync of the step, at the driver's line."""
+    import os
+    import sys
+
+    from perfsuite.probes.sites import Sites
+
+    sites = Sites()
+
+    def frame_from(path: str) -> object:
+        scope: dict = {"sys": sys}
+        exec(compile("def where():\n    return sys._getframe(0)\n", path, "exec"), scope)
+        return scope["where"]()
+
+    assert sites.issued_by_probe(frame_from(os.path.join(sites.probes_dir, "labels.py")))
+    assert not sites.issued_by_probe(frame_from("/home/user/project/train.py"))
+    assert not sites.issued_by_probe(sys._getframe(0))  # this test's own line: a user's
+    driver = os.path.join(os.path.dirname(os.path.dirname(sites.probes_dir)), "harness", "driver.py")
+    scope: dict = {"sys": sys}
+    exec(compile("def _close_observed():\n    return sys._getframe(0)\n", driver, "exec"), scope)
+    assert sites.issued_by_probe(scope["_close_observed"]())  # a torch context manager the driver closed
