@@ -196,16 +196,19 @@ def study(
     return data
 
 
-def rates(cell: list[dict[str, Any]], metric: str, bound: float, cpu: bool = False) -> tuple[int, int, int]:
-    """(regressed, judged, pairs) at ``bound``: a pair is judged when both runs' foreign load is within it."""
-    regressed = judged = 0
+def rates(cell: list[dict[str, Any]], metric: str, bound: float, alarms: bool = False) -> tuple[int, int, int]:
+    """(hits, judged, pairs) at ``bound``: a pair is judged when both runs' foreign load is within it. A hit is a
+    *regressed* verdict, or with ``alarms`` (an A/A cell) any failing one: *improved* between identical runs is a
+    false alarm too."""
+    failing = ("regressed", "improved") if alarms else ("regressed",)
+    hits = judged = 0
     for pair in cell:
         loads = pair["loads"]
         ok = all(x is not None and x <= bound for x in loads)
         if ok:
             judged += 1
-            regressed += pair[metric]["outcome"] == "regressed"
-    return regressed, judged, len(cell)
+            hits += pair[metric]["outcome"] in failing
+    return hits, judged, len(cell)
 
 
 def table(data: dict[str, Any]) -> str:
@@ -215,8 +218,9 @@ def table(data: dict[str, Any]) -> str:
     lines = [
         f"Foreign load: the share of the usable cores' time taken by other processes or stolen. Bounds: wall-clock "
         f"{WALL_BOUND:.0%}, CPU time {CPU_BOUND:.0%}. Each verdict column: regressed / pairs with no guard, then "
-        "regressed / judged under the guard (judged: both runs within the bound); in an `aa` cell a regression is a "
-        "false alarm, in a `slow` cell a detection. Ratio: head / base medians, lowest..highest.",
+        "regressed / judged under the guard (judged: both runs within the bound); in an `aa` cell a failing verdict "
+        "(regressed or improved) is a false alarm, in a `slow` cell a regression is a detection. Ratio: head / base "
+        "medians, lowest..highest.",
         "",
         "| job | busy | variant | pairs | foreign load | loadavg | step_ms ratio | step_ms | step_cpu_ms ratio | "
         "step_cpu_ms | loader_cpu_ms_per_sample |",
@@ -231,8 +235,8 @@ def table(data: dict[str, Any]) -> str:
             if metric != "loader_cpu_ms_per_sample":
                 ratios = [p[metric]["ratio"] for p in cell if p[metric]["ratio"] is not None]
                 row.append(f"x{min(ratios):.2f}..x{max(ratios):.2f}" if ratios else "-")
-            raw, _, total = rates(cell, metric, 1.01, False)
-            r, j, _ = rates(cell, metric, bounds[metric], False)
+            raw, _, total = rates(cell, metric, 1.01, variant == "aa")
+            r, j, _ = rates(cell, metric, bounds[metric], variant == "aa")
             row.append(f"{raw}/{total}; guarded {r}/{j}")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
@@ -257,7 +261,7 @@ def choose(data: dict[str, Any], metric: str) -> tuple[float | None, int]:
     for bound in candidates:
         judged_all, ok = 0, True
         for cell in aa:
-            r, j, _ = rates(cell, metric, bound)
+            r, j, _ = rates(cell, metric, bound, alarms=True)
             judged_all += j
             ok = ok and not (j and r / j > BUDGET)
         for cell in slow if wall else []:
