@@ -307,15 +307,21 @@ def main() -> int:
             print(f"error: --variants takes {', '.join(VARIANTS)}; --pairs and --detect-every >= 1", file=sys.stderr)
             return 2
         try:
+            busy_counts = [int(x) for x in args.busy.split(",")]
+            minutes = [float(x) for x in args.minutes.split(",")] if args.minutes else None
+        except ValueError as exc:
+            print(f"error: --busy takes whole numbers, --minutes numbers, comma-separated ({exc})", file=sys.stderr)
+            return 2
+        kept = None
+        if args.resume:
+            try:
+                kept = json.loads(DATA.read_text())
+            except (OSError, ValueError) as exc:
+                print(f"error: --resume cannot read {DATA} ({exc}); run the study without it first", file=sys.stderr)
+                return 2
+        try:
             data = study(
-                args.jobs.split(","),
-                [int(x) for x in args.busy.split(",")],
-                variants,
-                args.pairs,
-                args.steps,
-                args.detect_every,
-                [float(x) for x in args.minutes.split(",")] if args.minutes else None,
-                json.loads(DATA.read_text()) if args.resume else None,
+                args.jobs.split(","), busy_counts, variants, args.pairs, args.steps, args.detect_every, minutes, kept
             )
         except KeyboardInterrupt:
             print("interrupted: the pairs done so far are kept in", DATA, file=sys.stderr)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -206,13 +207,20 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
 
 def _ledger_result(reference: str, ledger: dict[str, list[float]]) -> Any:
     """A Result holding only the ledger's kept samples, as the engine judges ``loader_cpu_ms_per_sample``."""
-    from perfsuite.core.results import Fingerprint, Metric, Result
+    from perfsuite.core.results import Metric, Result
 
     cpu = ledger["loader_cpu_ms"]
     metric = Metric("loader_cpu_ms_per_sample", statistics.median(cpu), "ms/sample")
     samples = {key: list(ledger[key]) for key in LEDGER_SAMPLES}
-    machine = Fingerprint.collect("cpu")
-    return Result(reference, "smoke", {}, {metric.name: metric}, samples, machine, 1, len(cpu), 0)
+    return Result(reference, "smoke", {}, {metric.name: metric}, samples, _machine(), 1, len(cpu), 0)
+
+
+@functools.cache
+def _machine() -> Any:
+    """This machine's fingerprint, read once: the re-judged Results differ only in their samples."""
+    from perfsuite.core.results import Fingerprint
+
+    return Fingerprint.collect("cpu")
 
 
 def pooled(record: dict[str, Any], k: int) -> dict[str, tuple[int, int]]:

@@ -35,7 +35,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,7 +331,7 @@ PIL_FIRST_FORMATS = ("BMP", "GIF", "JPEG", "PPM", "PNG")
 
 
 @contextlib.contextmanager
-def canonical_image_formats() -> Any:
+def canonical_image_formats() -> Iterator[None]:
     """Every PIL format registered, tried in one fixed order while the loader's work is counted.
 
     ``Image.open`` asks each known format in turn whether the file is its own (``BmpImagePlugin._accept``, ...),
