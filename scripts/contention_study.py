@@ -8,15 +8,19 @@ without running anything (``--table``)::
     python scripts/contention_study.py --pairs 6 --jobs gray_classifier  # a short one
     python scripts/contention_study.py --table                           # the table from the kept data
     python scripts/contention_study.py --resume --minutes 30             # add pairs to the kept cells, up to 200
+    python scripts/contention_study.py --data /tmp/pilot.json --busy 0   # a pilot, kept apart from the study
 
 A *cell* is (job, busy processes, variant). Variants: ``aa`` (the same code on both sides), ``slow10`` and
-``slow30`` (the head's step sleeps 10% / 30% of the job's quiet median step: the wall clock moves, no exact
-counter does). Busy processes are ``python -c 'while True: pass'`` started by a subshell that exits, so they are
-not the run's descendants (until 2026-11-26 13:10 UTC they were a shell's children, which the probe counted as
-the run's own tree: the busy cells kept before then understate the foreign load by the spinners' share). Each
-run is one in-process ``perfsuite.run`` (warm-up, the window, the speed-of-light steps, the loader ledger);
-each pair is judged by the shipped engine with the guard off, and the guard is applied afterwards at
-every candidate bound, so one study prices every bound.
+``slow30`` (the head's step sleeps 10% / 30% of the job's quiet median step: the wall clock moves, no exact counter
+does), ``threads1`` (the head runs the same ops on one intra-op thread: the training thread's CPU time moves, no
+count does; run it with ``--variants threads1``). Busy processes are ``python -c 'while True: pass'`` started by a
+subshell that exits, so they are not the run's descendants (until 2026-11-26 13:10 UTC they were a shell's children,
+which the probe counted as the run's own tree: the busy cells kept before then understate the foreign load by the
+spinners' share). Each run is one in-process ``perfsuite.run`` (warm-up, the window, the speed-of-light steps, the
+loader ledger); each pair is judged by the shipped engine with the guard off, and the guard is applied afterwards at
+every candidate bound, so one study prices every bound. Each pair also keeps both runs' raw samples (step_ms,
+step_cpu_ms and fetch_ms in step order, the loader ledger's loader_cpu_ms and loader_calib_ms) and calibration
+kernel readings, so another timing rule can be priced on the kept data.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ DATA = ROOT / "docs" / "data" / "contention_study.json"
 DOCS = ROOT / "docs" / "contention.md"
 START, END = "<!-- study-table:start -->\n", "<!-- study-table:end -->"
 JUDGED = ("step_ms", "data_wait_frac", "step_cpu_ms", "loader_cpu_ms_per_sample")
+KEPT = ("step_ms", "step_cpu_ms", "fetch_ms", "loader_cpu_ms", "loader_calib_ms")
 BOUNDS = (0.05, 0.10, 0.15, 0.20, 0.30, 0.40, 0.50, 0.60, 0.70, 0.80, 0.90, 1.01)
-VARIANTS = {"aa": 0.0, "slow10": 0.10, "slow30": 0.30}
+VARIANTS = {"aa": 0.0, "slow10": 0.10, "slow30": 0.30, "threads1": 0.0}
+ONE_THREAD = ("threads1",)  # the head runs the same ops on one intra-op thread: its CPU time moves, no count does
 BUDGET = 0.005  # the issue's false-alarm budget per cell
 
 
@@ -104,7 +110,7 @@ def _slowed(seconds: float) -> Any:
     return mutate
 
 
-def one_run(job: str, sleep_s: float, steps: int) -> Any:
+def one_run(job: str, sleep_s: float, steps: int, threads: int | None = None) -> Any:
     from perfsuite.harness.runner import RunSpec, run
     from perfsuite.probes.contention import ContentionProbe
     from perfsuite.probes.datawait import DataWaitProbe
@@ -114,7 +120,16 @@ def one_run(job: str, sleep_s: float, steps: int) -> Any:
     spec = RunSpec(
         workload, steps=steps, warmup=2, observe_steps=0, period_steps=0, sol_steps=3, mutate=_slowed(sleep_s)
     )
-    return run(spec, probes=[ContentionProbe(), DataWaitProbe(), LoaderProbe()])
+    if threads is None:
+        return run(spec, probes=[ContentionProbe(), DataWaitProbe(), LoaderProbe()])
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return run(spec, probes=[ContentionProbe(), DataWaitProbe(), LoaderProbe()])
+    finally:
+        torch.set_num_threads(before)
 
 
 def judge_pair(base: Any, head: Any) -> dict[str, Any]:
@@ -125,15 +140,25 @@ def judge_pair(base: Any, head: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {"loads": [load_of(base).foreign, load_of(head).foreign]}
     out["pressure"] = [load_of(base).pressure, load_of(head).pressure]
+    out["samples"] = [kept_samples(base), kept_samples(head)]  # so a rule can be priced again, running nothing
     for name in JUDGED:
         v = judge_metric(registry.get(name), base, head, "study")
         out[name] = {"outcome": v.outcome.value, "ratio": v.ratio}
     return out
 
 
+def kept_samples(result: Any) -> dict[str, Any]:
+    """A run's per-step samples of the timing metrics, in step order, and its calibration kernel's CPU ms before
+    and after the window: what a timing rule reads."""
+    out: dict[str, Any] = {k: [round(x, 4) for x in result.samples.get(k, [])] for k in KEPT}
+    cal = result.environment.get("contention", {}).get("calibration", {})
+    out["calibration_cpu_ms"] = [cal.get(side, {}).get("cpu_ms") for side in ("before", "after")]
+    return out
+
+
 def _save(data: dict[str, Any]) -> None:
     DATA.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=DATA.parent, prefix=".contention_study.")
+    fd, tmp = tempfile.mkstemp(dir=DATA.parent, prefix=f".{DATA.stem}.")
     os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the kept data private to whoever ran the study
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1)
@@ -180,11 +205,12 @@ def study(
                         if len(cell) >= (pairs if variant == "aa" else -(-pairs // detect_every)):
                             continue
                         sleep_s = VARIANTS[variant] * step_s[job]
+                        threads = 1 if variant in ONE_THREAD else None
                         if len(cell) % 2 == 0:  # the order alternates, so a drift in the machine favours neither
                             base = one_run(job, 0.0, steps)
-                            head = one_run(job, sleep_s, steps)
+                            head = one_run(job, sleep_s, steps, threads)
                         else:
-                            head = one_run(job, sleep_s, steps)
+                            head = one_run(job, sleep_s, steps, threads)
                             base = one_run(job, 0.0, steps)
                         pair = judge_pair(base, head)
                         pair["loadavg"] = os.getloadavg()[0]
@@ -219,8 +245,8 @@ def table(data: dict[str, Any]) -> str:
         f"Foreign load: the share of the usable cores' time taken by other processes or stolen. Bounds: wall-clock "
         f"{WALL_BOUND:.0%}, CPU time {CPU_BOUND:.0%}. Each verdict column: regressed / pairs with no guard, then "
         "regressed / judged under the guard (judged: both runs within the bound); in an `aa` cell a failing verdict "
-        "(regressed or improved) is a false alarm, in a `slow` cell a regression is a detection. Ratio: head / base "
-        "medians, lowest..highest.",
+        "(regressed or improved) is a false alarm, in any other cell a regression is a detection. Ratio: the verdict's "
+        "head / base ratio, lowest..highest (step_ms between runs of one shape: the median of the steps' ratios).",
         "",
         "| job | busy | variant | pairs | foreign load | loadavg | step_ms ratio | step_ms | step_cpu_ms ratio | "
         "step_cpu_ms | loader_cpu_ms_per_sample |",
@@ -273,6 +299,7 @@ def choose(data: dict[str, Any], metric: str) -> tuple[float | None, int]:
 
 
 def main() -> int:
+    global DATA
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default="faces,gray_classifier,face_parsing", help="comma-separated jobs")
     parser.add_argument("--busy", default="0,1,3", help="busy-process counts, comma-separated")
@@ -286,11 +313,14 @@ def main() -> int:
         "--minutes", help="stop each busy level's rounds after this many minutes (one figure, or one per level)"
     )
     parser.add_argument("--resume", action="store_true", help="add pairs to the kept data's cells, up to --pairs")
+    parser.add_argument("--data", type=Path, help=f"the kept data's file (default {DATA.relative_to(ROOT)})")
     parser.add_argument("--table", action="store_true", help="print the table from the kept data; run nothing")
     parser.add_argument(
         "--write-docs", action="store_true", help="with --table: put the table into docs/contention.md's study block"
     )
     args = parser.parse_args()
+    if args.data is not None:
+        DATA = args.data.resolve()
     if args.write_docs and not args.table:
         print("error: --write-docs goes with --table (it writes the kept data's table)", file=sys.stderr)
         return 2

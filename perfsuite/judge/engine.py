@@ -20,7 +20,15 @@ from perfsuite.errors import FingerprintMismatch
 from perfsuite.judge.contention import guard as contention_guard
 from perfsuite.judge.settings import setting_changes
 from perfsuite.judge.tails import compare_tail
-from perfsuite.judge.timing import MIN_BASE_RUNS, compare_between_runs, compare_shares, compare_timing, validate_rule
+from perfsuite.judge.timing import (
+    MIN_BASE_RUNS,
+    can_pair,
+    compare_between_runs,
+    compare_paired,
+    compare_shares,
+    compare_timing,
+    validate_rule,
+)
 from perfsuite.judge.verdict import (
     DEFAULT_ALPHA,
     DEFAULT_FACTOR,
@@ -217,12 +225,13 @@ def _judge_samples(
             f", calibrated: the calibration kernel took x{moved:.3f} the base's CPU time, margin x{rule_factor:.3g}"
         )
     higher = spec.better == "higher"  # a rate: judged as its reciprocal, a time, then shown as the rate again
-    t = compare_timing(
-        [1.0 / x for x in b_samples] if higher and min(b_samples + h_samples) > 0 else b_samples,
-        [1.0 / x for x in h_samples] if higher and min(b_samples + h_samples) > 0 else h_samples,
-        rule_factor,
-        alpha,
-    )
+    as_times = higher and min(b_samples + h_samples) > 0
+    b_times = [1.0 / x for x in b_samples] if as_times else b_samples
+    h_times = [1.0 / x for x in h_samples] if as_times else h_samples
+    if spec.step_order and not per_sample and can_pair(b_times, h_times, alpha):
+        t = compare_paired(b_times, h_times, rule_factor, alpha)  # the same steps at the same positions
+    else:
+        t = compare_timing(b_times, h_times, rule_factor, alpha)
     if t.log_ratio is None:
         return Verdict(test_id, name, None, None, None, t.outcome, f"{name} {t.outcome}: {t.reason}")
     unit = "ms per sample" if per_sample else spec.unit
@@ -234,7 +243,7 @@ def _judge_samples(
         b_med, h_med, ratio, low, high, p_name = 1 / b_med, 1 / h_med, 1 / ratio, 1 / high, 1 / low, "p_lower"
     message = (
         f"{name} median {format_value(b_med)} -> {format_value(h_med)} {unit} "
-        f"(x{ratio:.3f}, {t.interval.confidence:.0%} CI x{low:.3f}..x{high:.3f}, "
+        f"(x{ratio:.3f}{' step by step' if t.paired else ''}, {t.interval.confidence:.0%} CI x{low:.3f}..x{high:.3f}, "
         f"{p_name}={t.p_slower:.2g}, n={len(b_samples)}/{len(h_samples)}"
         + (f", batch {base.batch_size} -> {head.batch_size}" if per_sample else "")
         + calibration

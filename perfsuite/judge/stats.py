@@ -150,5 +150,45 @@ def bootstrap_ratio_ci(
     return RatioInterval(float(log_ratios[k]), float(log_ratios[resamples - 1 - k]), confidence)
 
 
+def wilcoxon_signed_rank(differences: Sequence[float], alternative: Alternative = "greater") -> float:
+    """One-sample Wilcoxon signed-rank p-value of paired differences (``scipy.stats.wilcoxon``).
+
+    ``alternative="greater"``: the differences tend to be positive (head slower). Zero differences are
+    dropped (``zero_method="wilcox"``); where none is left there is no evidence either way and p is 1.
+    scipy picks the exact null distribution for small samples without ties.
+    """
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative={alternative!r}; write one of {', '.join(_ALTERNATIVES)}")
+    d = _as_array(differences, "differences")
+    if not np.any(d != 0.0):
+        return 1.0
+    from scipy.stats import wilcoxon
+
+    p = float(wilcoxon(d, alternative=alternative, zero_method="wilcox").pvalue)
+    return 1.0 if math.isnan(p) else min(1.0, p)
+
+
+def sign_interval(values: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """Distribution-free interval for the median: the order statistics the sign test puts at ``confidence``.
+
+    The (k+1)-th smallest and (k+1)-th largest value, for the largest k with P(Binomial(n, 1/2) <= k) <=
+    (1 - confidence) / 2: the interval then covers the median with at least ``confidence``. Exact, needs no
+    resampling, and negating the values mirrors it exactly. None when n is too small for that confidence (at
+    99%: fewer than 8 values).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must lie strictly between 0 and 1, e.g. 0.99")
+    x = np.sort(_as_array(values, "values"))
+    n = len(x)
+    from scipy.stats import binom
+
+    k = int(binom.ppf((1.0 - confidence) / 2.0, n, 0.5))  # smallest k with cdf(k) >= tail
+    while k >= 0 and binom.cdf(k, n, 0.5) > (1.0 - confidence) / 2.0:
+        k -= 1  # largest k with P(X <= k) <= tail: x_(k+1) is the lower bound (1-based)
+    if k < 0:
+        return None
+    return float(x[k]), float(x[n - 1 - k])
+
+
 def median(values: Sequence[float]) -> float:
     return float(np.median(_as_array(values, "values")))

@@ -1,8 +1,8 @@
 """Timing rules on raw per-step samples: step times, between-run variance, per-step shares.
 
 Step times are judged by :func:`compare_timing` (a factor and a one-sided Mann-Whitney test, with
-drift blocks), several baseline runs by :func:`compare_between_runs`, and per-step data-wait
-shares by :func:`compare_shares`.
+drift blocks), two runs of one shape step by step by :func:`compare_paired`, several baseline runs
+by :func:`compare_between_runs`, and per-step data-wait shares by :func:`compare_shares`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.judge.stats import RatioInterval, bootstrap_ratio_ci, mann_whitney_u, median
+from perfsuite.judge.stats import (
+    RatioInterval,
+    bootstrap_ratio_ci,
+    mann_whitney_u,
+    median,
+    sign_interval,
+    wilcoxon_signed_rank,
+)
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, MIN_SAMPLES, Outcome
 
 DRIFT_BLOCKS = 3
@@ -33,6 +40,7 @@ class TimingComparison:
     p_faster: float | None
     interval: RatioInterval | None
     reason: str
+    paired: bool = False  # judged step by step (compare_paired): the ratio is the median of the steps' ratios
 
     @property
     def ratio(self) -> float | None:
@@ -104,6 +112,69 @@ def compare_timing(
     else:
         outcome, reason = Outcome.INCONCLUSIVE, "too noisy to tell: the interval spans the margin"
     return TimingComparison(outcome, base_median, head_median, log_ratio, p_slower, p_faster, interval, reason)
+
+
+def can_pair(base: Sequence[float], head: Sequence[float], alpha: float = DEFAULT_ALPHA) -> bool:
+    """Whether :func:`compare_paired` can judge these samples: as many on each side, enough for its interval."""
+    return len(base) == len(head) and sign_interval([0.0] * len(base), 1.0 - alpha) is not None
+
+
+def compare_paired(
+    base: Sequence[float],
+    head: Sequence[float],
+    factor: float = DEFAULT_FACTOR,
+    alpha: float = DEFAULT_ALPHA,
+    blocks: int = DRIFT_BLOCKS,
+) -> TimingComparison:
+    """Judge two runs of one job step by step: head's i-th step against base's i-th (lower is better).
+
+    Why: both runs of a job pass the same steps at the same positions: an epoch start that waits for
+    the workers, a periodic evaluation or checkpoint. Judged as two bags of steps, those steps (4-5x
+    the median on short runs) make every interval span the margin, and a 30% slower step goes unseen
+    (docs/contention.md); paired by position they cancel. Under no change, each step's log ratio is
+    as likely above 0 as below, whatever the positions hold, so the tests stay valid when the runs'
+    structure differs; they just lose power.
+
+    With d_i = log(head_i / base_i): regressed when the median d exceeds log(factor) AND the
+    Wilcoxon signed-rank test gives p < alpha AND the sign test's (1 - alpha) interval of the median
+    d lies above 0 AND every one of ``blocks`` consecutive blocks has a median d above 0 (a burst of
+    contention in one part of one run moves one block, a slower step moves all). Improved is the
+    mirror image; unchanged: the interval lies within [1/factor, factor]; else inconclusive.
+    """
+    validate_rule(factor, alpha)
+    if len(base) != len(head):
+        return TimingComparison.undecided(
+            f"step by step needs as many steps a side (base {len(base)}, head {len(head)})"
+        )
+    if min(base, default=0.0) <= 0 or min(head, default=0.0) <= 0:
+        return TimingComparison.undecided("samples must be positive times to form a ratio")
+    d = [math.log(h) - math.log(b) for b, h in zip(base, head)]
+    bounds = sign_interval(d, 1.0 - alpha)
+    if bounds is None:
+        return TimingComparison.undecided(f"too few steps to pair ({len(d)}) for a {1 - alpha:.0%} interval")
+    log_ratio = median(d)
+    p_slower, p_faster = wilcoxon_signed_rank(d, "greater"), wilcoxon_signed_rank(d, "less")
+    interval = RatioInterval(bounds[0], bounds[1], 1.0 - alpha)
+    parts = block_medians(d, blocks)
+    log_factor = math.log(factor)
+    slower = log_ratio > log_factor and p_slower < alpha and interval.log_low > 0.0
+    faster = log_ratio < -log_factor and p_faster < alpha and interval.log_high < 0.0
+    if slower and min(parts) > 0.0:
+        outcome, reason = Outcome.REGRESSED, f"slower by more than x{factor:g} step by step, in every part of the run"
+    elif faster and max(parts) < 0.0:
+        outcome, reason = Outcome.IMPROVED, f"faster by more than x{factor:g} step by step, in every part of the run"
+    elif slower or faster:
+        outcome, reason = (
+            Outcome.INCONCLUSIVE,
+            "significant step by step, but not in every part of the run (a burst of contention?): re-run",
+        )
+    elif interval.log_low >= -log_factor and interval.log_high <= log_factor:
+        outcome, reason = Outcome.UNCHANGED, f"step by step within x{1 / factor:.3g}..x{factor:g}"
+    else:
+        outcome, reason = Outcome.INCONCLUSIVE, "too noisy to tell step by step: the interval spans the margin"
+    return TimingComparison(
+        outcome, median(base), median(head), log_ratio, p_slower, p_faster, interval, reason, paired=True
+    )
 
 
 MIN_BASE_RUNS = 3  # runs a baseline needs before its between-run variance is used

@@ -303,9 +303,7 @@ class ContentionProbe(Probe):
                 )
             ]
         steps = [s * 1e3 for s in timings.step_cpu_s]
-        self._series = {"step_cpu_ms": steps}
-        if cal:  # the kernel's CPU ms around the window, beside each step (the judge's scale_by)
-            self._series["step_cpu_calib_ms"] = [statistics.fmean(cal)] * len(steps)
+        self._series = {"step_cpu_ms": steps}  # judged raw: two kernel readings move more than the steps do
         detail = {"calibration_ms": statistics.fmean(cal)} if cal else {}
         return [Metric("step_cpu_ms", round(statistics.median(steps), 4), "ms", detail=detail)]
 

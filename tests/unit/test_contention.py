@@ -89,7 +89,7 @@ def result(step: float, env: dict | None = None, cpu: float = 10.0) -> Result:
         "step_cpu_ms": Metric("step_cpu_ms", cpu, "ms"),
         "syncs_per_step": Metric("syncs_per_step", 1, "syncs/step"),
     }
-    samples = {"step_ms": steps, "step_cpu_ms": cpus, "step_cpu_calib_ms": [1.7] * 20}
+    samples = {"step_ms": steps, "step_cpu_ms": cpus}
     return Result("job", "smoke", {}, metrics, samples, FP, 8, 20, 2, environment=env or {})
 
 
