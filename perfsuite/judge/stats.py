@@ -176,18 +176,21 @@ def sign_interval(values: Sequence[float], confidence: float) -> tuple[float, fl
     resampling, and negating the values mirrors it exactly. None when n is too small for that confidence (at
     99%: fewer than 8 values).
     """
+    x = np.sort(_as_array(values, "values"))
+    k = sign_rank(len(x), confidence)
+    return None if k < 0 else (float(x[k]), float(x[len(x) - 1 - k]))
+
+
+def sign_rank(n: int, confidence: float) -> int:
+    """The largest k with P(Binomial(n, 1/2) <= k) <= (1 - confidence) / 2 (-1 when there is none): the
+    0-based index of :func:`sign_interval`'s lower bound among n sorted values."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence={confidence} must lie strictly between 0 and 1, e.g. 0.99")
-    x = np.sort(_as_array(values, "values"))
-    n = len(x)
     from scipy.stats import binom
 
-    k = int(binom.ppf((1.0 - confidence) / 2.0, n, 0.5))  # smallest k with cdf(k) >= tail
-    while k >= 0 and binom.cdf(k, n, 0.5) > (1.0 - confidence) / 2.0:
-        k -= 1  # largest k with P(X <= k) <= tail: x_(k+1) is the lower bound (1-based)
-    if k < 0:
-        return None
-    return float(x[k]), float(x[n - 1 - k])
+    tail = (1.0 - confidence) / 2.0
+    k = int(binom.ppf(tail, n, 0.5))  # the smallest k with P(X <= k) >= tail, so one step down at most
+    return k - 1 if binom.cdf(k, n, 0.5) > tail else k
 
 
 def median(values: Sequence[float]) -> float:

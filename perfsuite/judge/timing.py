@@ -18,6 +18,7 @@ from perfsuite.judge.stats import (
     mann_whitney_u,
     median,
     sign_interval,
+    sign_rank,
     wilcoxon_signed_rank,
 )
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, MIN_SAMPLES, Outcome
@@ -116,7 +117,7 @@ def compare_timing(
 
 def can_pair(base: Sequence[float], head: Sequence[float], alpha: float = DEFAULT_ALPHA) -> bool:
     """Whether :func:`compare_paired` can judge these samples: as many on each side, enough for its interval."""
-    return len(base) == len(head) and sign_interval([0.0] * len(base), 1.0 - alpha) is not None
+    return len(base) == len(head) and sign_rank(len(base), 1.0 - alpha) >= 0
 
 
 def compare_paired(
