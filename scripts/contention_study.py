@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import statistics
@@ -140,6 +141,7 @@ def judge_pair(base: Any, head: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {"loads": [load_of(base).foreign, load_of(head).foreign]}
     out["pressure"] = [load_of(base).pressure, load_of(head).pressure]
+    out["threads"] = [load_of(base).threads, load_of(head).threads]  # a multi-threaded step_cpu_ms is guarded as wall
     out["samples"] = [kept_samples(base), kept_samples(head)]  # so a rule can be priced again, running nothing
     for name in JUDGED:
         v = judge_metric(registry.get(name), base, head, "study")
@@ -222,16 +224,21 @@ def study(
     return data
 
 
-def rates(cell: list[dict[str, Any]], metric: str, bound: float, alarms: bool = False) -> tuple[int, int, int]:
-    """(hits, judged, pairs) at ``bound``: a pair is judged when both runs' foreign load is within it. A hit is a
-    *regressed* verdict, or with ``alarms`` (an A/A cell) any failing one: *improved* between identical runs is a
-    false alarm too."""
+def rates(
+    cell: list[dict[str, Any]], metric: str, bound: float, alarms: bool = False, guarded: bool = True
+) -> tuple[int, int, int]:
+    """(hits, judged, pairs) at ``bound``: a pair is judged when both runs' foreign load is within it (with
+    ``guarded``, as the shipped guard does: a multi-threaded run's ``step_cpu_ms`` within the wall-clock bound too).
+    A hit is a *regressed* verdict, or with ``alarms`` (an A/A cell) any failing one: *improved* between identical
+    runs is a false alarm too."""
+    from perfsuite.judge.contention import SPINS, WALL_BOUND
+
     failing = ("regressed", "improved") if alarms else ("regressed",)
     hits = judged = 0
     for pair in cell:
-        loads = pair["loads"]
-        ok = all(x is not None and x <= bound for x in loads)
-        if ok:
+        spins = guarded and metric in SPINS and max(t or 1 for t in pair.get("threads") or [1]) > 1
+        limit = min(bound, WALL_BOUND) if spins else bound
+        if all(x is not None and x <= limit for x in pair["loads"]):
             judged += 1
             hits += pair[metric]["outcome"] in failing
     return hits, judged, len(cell)
@@ -243,7 +250,8 @@ def table(data: dict[str, Any]) -> str:
     bounds = {"step_ms": WALL_BOUND, "step_cpu_ms": CPU_BOUND, "loader_cpu_ms_per_sample": CPU_BOUND}
     lines = [
         f"Foreign load: the share of the usable cores' time taken by other processes or stolen. Bounds: wall-clock "
-        f"{WALL_BOUND:.0%}, CPU time {CPU_BOUND:.0%}. Each verdict column: regressed / pairs with no guard, then "
+        f"{WALL_BOUND:.0%}, CPU time {CPU_BOUND:.0%} (`step_cpu_ms` of a run on more than one intra-op thread: the "
+        f"wall-clock bound). Each verdict column: regressed / pairs with no guard, then "
         "regressed / judged under the guard (judged: both runs within the bound); in an `aa` cell a failing verdict "
         "(regressed or improved) is a false alarm, in any other cell a regression is a detection. Ratio: the verdict's "
         "head / base ratio, lowest..highest (step_ms between runs of one shape: the median of the steps' ratios).",
@@ -261,7 +269,7 @@ def table(data: dict[str, Any]) -> str:
             if metric != "loader_cpu_ms_per_sample":
                 ratios = [p[metric]["ratio"] for p in cell if p[metric]["ratio"] is not None]
                 row.append(f"x{min(ratios):.2f}..x{max(ratios):.2f}" if ratios else "-")
-            raw, _, total = rates(cell, metric, 1.01, variant == "aa")
+            raw, _, total = rates(cell, metric, 1.01, variant == "aa", guarded=False)
             r, j, _ = rates(cell, metric, bounds[metric], variant == "aa")
             row.append(f"{raw}/{total}; guarded {r}/{j}")
         lines.append("| " + " | ".join(row) + " |")
@@ -356,7 +364,8 @@ def main() -> int:
         except KeyboardInterrupt:
             print("interrupted: the pairs done so far are kept in", DATA, file=sys.stderr)
             return 130
-    text = table(data) + "\n" + "\n".join(f"- {line}" for line in chosen(data)) + "\n"
+    lines = chosen(data) + spread(data) + between(data)
+    text = table(data) + "\n" + "\n".join(f"- {line}" for line in lines) + "\n"
     print(text)
     if args.table and args.write_docs:
         page = DOCS.read_text(encoding="utf-8")
@@ -365,6 +374,72 @@ def main() -> int:
         DOCS.write_text(f"{head}{START}{text}{END}{tail}", encoding="utf-8")
         print(f"wrote {DOCS}", file=sys.stderr)
     return 0
+
+
+def _judged(cell: list[dict[str, Any]], bound: float) -> list[dict[str, Any]]:
+    return [p for p in cell if all(x is not None and x <= bound for x in p["loads"]) and "samples" in p]
+
+
+def _run_logs(pair: dict[str, Any], metric: str) -> tuple[float, float] | None:
+    meds = [statistics.median(s[metric]) for s in pair["samples"] if s.get(metric)]
+    return (math.log(meds[0]), math.log(meds[1])) if len(meds) == 2 and min(meds) > 0 else None
+
+
+def spread(data: dict[str, Any]) -> list[str]:
+    """One line per job: how far one run's median step lands from its twin's with the same code (quiet A/A pairs
+    within the wall-clock bound: the sd of the log ratio over sqrt 2). The steps' own ratios cannot show this, since
+    a whole run lands slower in every step; it is what one run a side cannot tell from a change."""
+    from perfsuite.judge.contention import WALL_BOUND
+
+    out = []
+    for key, cell in data["cells"].items():
+        job, n, variant = key.split("|")
+        if variant != "aa" or n != "0":
+            continue
+        parts = []
+        for metric in ("step_ms", "step_cpu_ms"):
+            diffs = [h - b for b, h in filter(None, (_run_logs(p, metric) for p in _judged(cell, WALL_BOUND)))]
+            if len(diffs) >= 20:
+                parts.append(f"`{metric}` x{math.exp(statistics.pstdev(diffs) / math.sqrt(2)):.3f}")
+        if parts:
+            what = "one run's spread (sd of its log median between identical runs)"
+            out.append(f"{what}, `{job}`, quiet: {', '.join(parts)}")
+    return out
+
+
+def between(data: dict[str, Any], ks: tuple[int, ...] = (3, 5)) -> list[str]:
+    """The shipped rule for k base runs (``compare_between_runs``), priced on the kept quiet runs: A/A, each group of
+    k + 1 consecutive kept runs (k base, the next as head); a slowdown, its slowed run against the k A/A runs kept
+    nearest it in recording order. Groups are built from kept runs, not recorded as groups."""
+    from perfsuite.judge.contention import WALL_BOUND
+    from perfsuite.judge.timing import compare_between_runs
+    from perfsuite.judge.verdict import DEFAULT_FACTOR
+
+    out = []
+    for key, cell in data["cells"].items():
+        job, n, variant = key.split("|")
+        if variant != "aa" or n != "0":
+            continue
+        runs = [s["step_ms"] for p in _judged(cell, WALL_BOUND) for s in p["samples"]]
+        for k in ks:
+            groups = [runs[g : g + k + 1] for g in range(0, len(runs) - k, k + 1)]
+            alarms = sum(
+                compare_between_runs(g[:k], g[k], DEFAULT_FACTOR).outcome in ("regressed", "improved") for g in groups
+            )
+            seen = []
+            for slow in ("slow10", "slow30"):
+                pairs = _judged(data["cells"].get(f"{job}|0|{slow}", []), WALL_BOUND)
+                hits = 0
+                for j, p in enumerate(pairs):
+                    at = min(max(0, round(j * len(runs) / max(len(pairs), 1)) - k // 2), len(runs) - k)
+                    t = compare_between_runs(runs[at : at + k], p["samples"][1]["step_ms"], DEFAULT_FACTOR)
+                    hits += t.outcome == "regressed"
+                seen.append(f"{slow} {hits}/{len(pairs)}")
+            out.append(
+                f"`step_ms` against {k} base runs (x{DEFAULT_FACTOR} and their measured spread), `{job}`, quiet: "
+                f"A/A {alarms}/{len(groups)} groups, detected {', '.join(seen)}"
+            )
+    return out
 
 
 def chosen(data: dict[str, Any]) -> list[str]:

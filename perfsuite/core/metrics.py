@@ -235,7 +235,9 @@ _builtin(
         "contention",
         "the training thread's CPU time in each window step (job.step, fetch excluded): step_ms's load-robust "
         "companion, judged on the raw CPU time with the ledger's margin (the calibration kernel timed around "
-        "the window moved on its own: scaled by it, 2 of 80 quiet A/A pairs alarmed, raw none)",
+        "the window moved on its own: scaled by it, 2 of 80 quiet A/A pairs alarmed, raw none); a run on more "
+        "than one intra-op thread is guarded as wall-clock, since the thread's spin at each barrier while a "
+        "helper waits for a core is CPU time",
         samples="step_cpu_ms",
         factor=LOADER_FACTOR,
     ),

@@ -143,6 +143,7 @@ class Driver:
         self.step_start_s: list[float] = []
         self.epoch_fetch_ms: list[float] = []
         self.epoch_fetch_cpu_ms: list[float] = []
+        self.epoch_steps: list[int] = []  # the window steps whose fetch began an epoch
         self.delivered = 0
         self.last_batch: Any = None
         self.start = self.end = 0.0
@@ -258,6 +259,7 @@ class Driver:
             if new_epoch:
                 self.epoch_fetch_ms.append(fetched * 1e3)
                 self.epoch_fetch_cpu_ms.append(cpu * 1e3)
+                self.epoch_steps.append(len(self.fetch_s) - 1)
             self.delivered += batch_samples(batch)
             self.last_batch = batch
         elif self.phase == AFTER:
@@ -433,6 +435,7 @@ class Driver:
             epoch_fetch_ms=self.epoch_fetch_ms,
             fetch_cpu_s=self.fetch_cpu_s,
             epoch_fetch_cpu_ms=self.epoch_fetch_cpu_ms,
+            epoch_steps=self.epoch_steps,
             step_start_s=self.step_start_s,
             step_cpu_s=self.step_cpu_s,
         )

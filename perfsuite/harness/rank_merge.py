@@ -98,6 +98,8 @@ def merge(reports: Sequence[RankReport], cores: int) -> Result:
         samples[key] = list(reports[wait_rank].result.samples.get(key, []))
     epoch_rank = _rank_of(metrics.get("epoch_fetch_ms"))
     samples["epoch_fetch_ms"] = list(reports[epoch_rank].result.samples.get("epoch_fetch_ms", []))
+    if "epoch_start_step" in reports[epoch_rank].result.samples:  # a rank of an older perfsuite kept no positions
+        samples["epoch_start_step"] = list(reports[epoch_rank].result.samples["epoch_start_step"])
     samples["sol_step_ms"] = list(first.samples.get("sol_step_ms", []))
     straggler, samples["straggler_wait"] = straggler_wait(reports, step_ms)
     skew, samples["input_skew"] = input_skew(reports)

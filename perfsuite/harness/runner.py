@@ -273,6 +273,7 @@ def assemble_result(
             "data_wait": shares,
             "epoch_fetch_ms": timings.epoch_fetch_ms,
             "epoch_fetch_cpu_ms": timings.epoch_fetch_cpu_ms,
+            "epoch_start_step": [float(i) for i in timings.epoch_steps],
             "sol_step_ms": sol_ms,
             "main_load_ms": [s * 1e3 for s in timings.fetch_cpu_s],
             "host_step_ms": [s * 1e3 for s in host_s],
@@ -356,12 +357,12 @@ SOL_SLACK = 0.05
 def periodic_extra_s(t: WindowTimings) -> tuple[float, dict[str, Any] | None]:
     """The window's time spent on periodic work (steps whose own work stands out at one fixed gap, not the
     epoch's length: perfsuite.probes.periods.periodic_steps) beyond the median step's, in s, and what it was."""
-    from perfsuite.probes.periods import periodic_steps
+    from perfsuite.probes.periods import Epochs, periodic_steps
 
     work = [max(0.0, (h - f) * 1e3) for h, f in zip(t.host_step_s, t.fetch_s)]
     r, hits = periodic_steps(work)
-    epoch = t.steps / t.epochs_started if t.epochs_started else None
-    if not r.periodic or r.every is None or (epoch is not None and abs(r.every - epoch) < 1):
+    epochs = Epochs(t.epochs_started, tuple(t.epoch_steps))
+    if not r.periodic or r.every is None or epochs.own(r.every, hits, len(work)):
         return 0.0, None
     median = sorted(work)[len(work) // 2]
     extra_ms = sum(work[i] - median for i in hits)

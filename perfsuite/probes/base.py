@@ -78,6 +78,7 @@ class WindowTimings:
     epoch_fetch_ms: list[float] = field(default_factory=list)  # the fetches that started an epoch
     fetch_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time inside next(loader), per step
     epoch_fetch_cpu_ms: list[float] = field(default_factory=list)  # that CPU time, for the fetches that began an epoch
+    epoch_steps: list[int] = field(default_factory=list)  # the window steps (0-based) whose fetch began an epoch
     step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
     step_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time in job.step, per step
 

@@ -17,7 +17,10 @@ window's end and the loader ledger, its idle wait included), what the kernel say
   sampled every 50 ms by a passive thread, over the usable cores;
 * **the calibration kernel** (:func:`perfsuite.probes.stages.calibrate`, the loader ledger's miniature
   loader) timed just before and just after the window, in thread CPU ms and in wall ms: its wall over CPU
-  says how much of the time it waited for a core, its CPU ms how fast the core ran it.
+  says how much of the time it waited for a core, its CPU ms how fast the core ran it;
+* **the training process's intra-op threads** (``torch.get_num_threads()`` as the window starts): with more
+  than one, the training thread spins at each parallel region's barrier while a helper waits for a core,
+  and that spin is CPU time, so ``step_cpu_ms`` is then no more load-robust than the wall clock.
 
 The figures go to ``Result.environment["contention"]``; the judge (:mod:`perfsuite.judge.contention`) reads
 them to decide whether a wall-clock verdict may be given. Nothing here runs inside the window but the 50 ms
@@ -240,6 +243,7 @@ class ContentionProbe(Probe):
         self._sol_runqueue: list[int] = []
         self._env: dict[str, Any] = {}
         self._series: dict[str, list[float]] = {}
+        self._threads: int | None = None
 
     def setup(self, ctx: RunContext) -> None:
         from perfsuite.core.cores import usable_cores
@@ -257,6 +261,9 @@ class ContentionProbe(Probe):
             self._runqueue.append(n)
 
     def start(self) -> None:
+        import torch
+
+        self._threads = torch.get_num_threads()  # the judge reads step_cpu_ms by it: helpers' spin is CPU time
         self._cal["before"] = calibration()
         self._runqueue = []
         self._marks["window_start"] = snapshot()
@@ -289,6 +296,8 @@ class ContentionProbe(Probe):
             out["speed_of_light"] = span(m["sol_start"], m["sol_end"], self._cores, self._sol_runqueue)
         if self._cal:
             out["calibration"] = dict(self._cal)
+        if self._threads is not None:
+            out["intra_op_threads"] = self._threads
         if PRESSURE.exists() is False:
             out["note"] = "no /proc/pressure/cpu on this kernel (PSI off, or not Linux): CPU pressure unavailable"
         return out

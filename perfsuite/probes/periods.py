@@ -17,7 +17,7 @@ irregular gaps with its average over them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -103,3 +103,34 @@ def periodic_steps(work_ms: Sequence[float], factor: float = LONG_STEP) -> tuple
         if found[0].periodic or len(hits) < 2:
             return found if found[0].periodic else first
     return first or (rate([0] * len(work_ms)), [])
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """The epochs that started inside a window: how many, and at which steps (None: a Result that kept no positions).
+
+    Long steps that recur with the epochs are the loader's, not periodic work of the job's: workers forked again at
+    an epoch's start, shut down at its end, the loop's own epoch end. They are told apart by position when the
+    window kept its epoch starts, else by count: ``count`` starts among ``steps`` consecutive steps allow an epoch of
+    L steps only when (count - 1) * L <= steps - 1 and (count + 1) * L >= steps + 1. The count alone cannot place
+    the epochs: a 10-step window with 2 starts allows L = 4..9 (``steps / count`` would say 5).
+    """
+
+    count: int
+    starts: tuple[int, ...] | None = None
+
+    @classmethod
+    def of(cls, samples: Mapping[str, Sequence[float]]) -> Epochs:
+        starts = samples.get("epoch_start_step")
+        kept = None if starts is None else tuple(int(i) for i in starts)
+        return cls(len(samples.get("epoch_fetch_ms", [])), kept)
+
+    def own(self, every: int | None, hits: Sequence[int], steps: int) -> bool:
+        """Whether long steps at ``hits``, recurring every ``every`` steps, are these epochs' own."""
+        if every is None or self.count < 1 or not hits:
+            return False
+        if self.starts is not None:  # at an epoch's first step, or the step that ended the epoch before it
+            ends = {i - 1 for i in self.starts}
+            return all(i in self.starts or i in ends for i in hits)
+        fits_upper = self.count < 2 or (self.count - 1) * every <= steps - 1
+        return fits_upper and (self.count + 1) * every >= steps + 1

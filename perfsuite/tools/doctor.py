@@ -39,6 +39,7 @@ from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.runner import INPUT_BANDS, RunSpec, input_band
 from perfsuite.judge.contention import session_line as contention_line
+from perfsuite.probes.periods import Epochs
 
 DEFAULT_ROUNDS = 3
 CONFIDENCE = 0.95
@@ -476,7 +477,7 @@ def assess(
     fetch = [r.samples.get("fetch_ms", []) for r in base_runs]
     host = [r.samples.get("host_step_ms", []) for r in base_runs]
     sol = [r.samples.get("sol_step_ms", []) for r in base_runs]
-    d.periodic = periodic_work(fetch, host, _epoch_length(last))
+    d.periodic = periodic_work(fetch, host, [Epochs.of(r.samples) for r in base_runs])
     d.wait = wait_band(fetch, host)
     d.observed = _observed(ledgers, last)
     d.ledger = _ledger(fetch, host, sol, d.observed, last.fingerprint.device, d.periodic)
@@ -496,21 +497,14 @@ def assess(
     return d
 
 
-def _epoch_length(result: Result) -> float | None:
-    """Window steps per epoch when epochs started in it (an evaluation per epoch is told from worker start-up)."""
-    epochs = len(result.samples.get("epoch_fetch_ms", []))
-    steps = len(result.samples.get("host_step_ms", []))
-    return steps / epochs if epochs and steps else None
-
-
 def periodic_work(
-    fetch: Sequence[Sequence[float]], host: Sequence[Sequence[float]], epoch_steps: float | None = None
+    fetch: Sequence[Sequence[float]], host: Sequence[Sequence[float]], epochs: Sequence[Epochs] | None = None
 ) -> dict[str, Any]:
     """Steps that carry work done every N steps (an evaluation, a checkpoint): found from the window's own step
     work (wall less the wait for the batch), per run; their extra time beyond the median step's work.
 
-    Long steps at the epoch's length are left to the loader (workers forked again at each epoch take cores
-    from the steps that follow), and so are long steps at irregular gaps (the machine's other work).
+    Long steps with the epochs (``epochs``, one per run: :meth:`Epochs.own`) are left to the loader (workers forked
+    again at each epoch, shut down at its end), and so are long steps at irregular gaps (the machine's other work).
     """
     from perfsuite.probes.periods import periodic_steps
 
@@ -518,11 +512,11 @@ def periodic_work(
     every: int | None = None
     extra_ms = total_ms = 0.0
     long_ms: list[float] = []
-    for f, h in zip(fetch, host):
+    for k, (f, h) in enumerate(zip(fetch, host)):
         work = [max(0.0, b - a) for a, b in zip(f, h)]
         marks = [False] * len(work)
         r, hits = periodic_steps(work)
-        at_epochs = epoch_steps is not None and r.every is not None and abs(r.every - epoch_steps) < 1
+        at_epochs = epochs is not None and k < len(epochs) and epochs[k].own(r.every, hits, len(work))
         if r.periodic and not at_epochs:
             every = every or r.every
             median = sorted(work)[len(work) // 2]

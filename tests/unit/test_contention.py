@@ -76,9 +76,12 @@ def test_unread_counters_give_none_never_zero() -> None:
     assert all(f[k] is None for k in ("cpu_pressure_some", "cpu_pressure_full", "steal", "neighbours"))
 
 
-def contention(foreign: float, pressure: float = 0.5) -> dict:
+def contention(foreign: float, pressure: float = 0.5, threads: int | None = None) -> dict:
     window = {"cpu_pressure_some": pressure, "neighbours": foreign, "steal": 0.0, "runqueue_per_core": 1.0}
-    return {"contention": {"window": window, "speed_of_light": dict(window)}}
+    figures: dict = {"window": window, "speed_of_light": dict(window)}
+    if threads is not None:
+        figures["intra_op_threads"] = threads
+    return {"contention": figures}
 
 
 def result(step: float, env: dict | None = None, cpu: float = 10.0) -> Result:
@@ -120,6 +123,46 @@ def test_cpu_time_is_judged_under_a_load_that_stops_wall_clock_and_abstains_beyo
     assert v["step_cpu_ms"].outcome is Outcome.INCONCLUSIVE
     assert "even CPU-time figures not comparable" in v["step_cpu_ms"].message
     assert "nor the CPU ledger's" in v["step_ms"].message  # the wall-clock message does not promise it judged
+
+
+def test_a_multi_threaded_step_cpu_time_is_guarded_as_wall_clock_the_ledger_is_not() -> None:
+    """With 2 intra-op threads the training thread's CPU time holds its spin while a helper waits for a core (an
+    A/A pair read x19.97 beside 2 busy processes), so step_cpu_ms abstains where the wall clock does."""
+    base = result(100.0, contention(0.03, threads=2), cpu=10.0)
+    head = result(170.0, contention(0.5, threads=2), cpu=15.0)
+    guard = Guard(load_of(base), load_of(head))
+    assert guard.clock(registry.get("step_cpu_ms")) == "wall"
+    assert guard.clock(registry.get("loader_cpu_ms_per_sample")) == "cpu"  # the workers' CPU keeps the CPU bound
+    v = verdicts(base, head)
+    cpu = v["step_cpu_ms"]
+    assert cpu.outcome is Outcome.INCONCLUSIVE and cpu.cause is None
+    assert "2 intra-op threads" in cpu.message and "judged as a wall-clock figure (bound 10%)" in cpu.message
+    one = verdicts(
+        result(100.0, contention(0.03, threads=1), cpu=10.0), result(170.0, contention(0.5, threads=1), cpu=15.0)
+    )
+    assert one["step_cpu_ms"].outcome is Outcome.REGRESSED  # one thread: nothing spins
+    quiet = verdicts(
+        result(100.0, contention(0.03, threads=2), cpu=10.0), result(170.0, contention(0.05, threads=2), cpu=15.0)
+    )
+    assert quiet["step_cpu_ms"].outcome is Outcome.REGRESSED  # within the wall-clock bound: judged
+
+
+def test_the_probe_records_the_intra_op_threads_of_the_window() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            probe = ContentionProbe()
+            probe.setup(None)  # type: ignore[arg-type]
+            probe.start()
+            probe.stop()
+            probe.after_window()
+            probe.finish()
+            assert probe._figures()["intra_op_threads"] == n
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_an_unchanged_wall_clock_verdict_under_contention_is_not_unchanged_either() -> None:

@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from perfsuite.cli.main import main
+from perfsuite.probes.periods import Epochs
 from perfsuite.tools import doctor
 
 
@@ -104,8 +105,20 @@ def test_periodic_work_is_named_with_its_period_and_kept_out_of_the_input_figure
 def test_long_steps_at_the_epochs_length_are_the_loaders_not_periodic_work() -> None:
     host = [_eval_every(3, 18, 500.0)]
     assert doctor.periodic_work([[0.0] * 18], host)["every"] == 3
-    assert not doctor.periodic_work([[0.0] * 18], host, epoch_steps=3.0)["found"]
+    assert not doctor.periodic_work([[0.0] * 18], host, [Epochs(6)])["found"]
     assert not doctor.periodic_work([[1.0] * 18], [[100.0] * 17 + [900.0]])["found"]  # once: not periodic
+
+
+def test_a_short_window_s_epochs_are_told_by_what_their_count_allows_not_steps_over_count() -> None:
+    """An unchanged script, 10 window steps, 6 per epoch: 2 epoch starts. Its epoch ends (workers shut down, the
+    loop's own end) came out as "periodic work every 6 steps", since 10 / 2 = 5 was taken as the epoch's length."""
+    host = [[100.0 + (400.0 if i in (2, 8) else 0.0) for i in range(10)]]
+    fetch = [[0.0] * 10]
+    assert doctor.periodic_work(fetch, host)["every"] == 6
+    assert not doctor.periodic_work(fetch, host, [Epochs(2)])["found"]  # 2 starts in 10 steps allow L = 4..9
+    assert not doctor.periodic_work(fetch, host, [Epochs(2, (3, 9))])["found"]  # the steps that end an epoch
+    assert doctor.periodic_work(fetch, host, [Epochs(2, (0, 6))])["found"]  # elsewhere: the job's own work
+    assert doctor.periodic_work(fetch, host, [Epochs(3)])["found"]  # 3 starts in 10 steps allow L = 3..4 only
 
 
 def test_identical_runs_give_input_efficiencies_that_agree_within_their_intervals() -> None:

@@ -62,6 +62,15 @@ def test_loader_workers_are_real_processes_and_runs_cross_epochs(workers: int) -
     assert len(result.samples["fetch_ms"]) == 7
 
 
+def test_the_window_keeps_the_steps_that_began_an_epoch() -> None:
+    """3 batches per epoch: 7 window steps hold 2 or 3 epoch starts, 3 steps apart (doctor tells the loader's
+    epoch-locked long steps from a job's periodic work by these positions)."""
+    result = _run("gray_classifier", steps=7, aug="cpu", num_workers=0)
+    starts = result.samples["epoch_start_step"]
+    assert len(starts) == len(result.samples["epoch_fetch_ms"]) >= 2
+    assert all(b - a == 3 for a, b in zip(starts, starts[1:])) and 0 <= starts[0] < 3
+
+
 def test_knobs_reach_the_dataloader() -> None:
     w = get_workload("face_parsing")
     knobs = Knobs.from_flat(
