@@ -231,12 +231,15 @@ def rates(
     ``guarded``, as the shipped guard does: a multi-threaded run's ``step_cpu_ms`` within the wall-clock bound too).
     A hit is a *regressed* verdict, or with ``alarms`` (an A/A cell) any failing one: *improved* between identical
     runs is a false alarm too."""
-    from perfsuite.judge.contention import SPINS, WALL_BOUND
+    from perfsuite.core import metrics as registry
+    from perfsuite.judge.contention import WALL_BOUND, Guard, Load
 
+    spec = registry.get(metric)
     failing = ("regressed", "improved") if alarms else ("regressed",)
     hits = judged = 0
     for pair in cell:
-        spins = guarded and metric in SPINS and max(t or 1 for t in pair.get("threads") or [1]) > 1
+        base, head = (Load(x, None, None, t) for x, t in zip(pair["loads"], pair.get("threads") or [None, None]))
+        spins = guarded and Guard(base, head).spins(spec)
         limit = min(bound, WALL_BOUND) if spins else bound
         if all(x is not None and x <= limit for x in pair["loads"]):
             judged += 1
@@ -380,6 +383,14 @@ def _judged(cell: list[dict[str, Any]], bound: float) -> list[dict[str, Any]]:
     return [p for p in cell if all(x is not None and x <= bound for x in p["loads"]) and "samples" in p]
 
 
+def _quiet_aa(data: dict[str, Any]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(job, cell) of each A/A cell with no busy process."""
+    for key, cell in data["cells"].items():
+        job, n, variant = key.split("|")
+        if variant == "aa" and n == "0":
+            yield job, cell
+
+
 def _run_logs(pair: dict[str, Any], metric: str) -> tuple[float, float] | None:
     meds = [statistics.median(s[metric]) for s in pair["samples"] if s.get(metric)]
     return (math.log(meds[0]), math.log(meds[1])) if len(meds) == 2 and min(meds) > 0 else None
@@ -392,10 +403,7 @@ def spread(data: dict[str, Any]) -> list[str]:
     from perfsuite.judge.contention import WALL_BOUND
 
     out = []
-    for key, cell in data["cells"].items():
-        job, n, variant = key.split("|")
-        if variant != "aa" or n != "0":
-            continue
+    for job, cell in _quiet_aa(data):
         parts = []
         for metric in ("step_ms", "step_cpu_ms"):
             diffs = [h - b for b, h in filter(None, (_run_logs(p, metric) for p in _judged(cell, WALL_BOUND)))]
@@ -416,10 +424,7 @@ def between(data: dict[str, Any], ks: tuple[int, ...] = (3, 5)) -> list[str]:
     from perfsuite.judge.verdict import DEFAULT_FACTOR
 
     out = []
-    for key, cell in data["cells"].items():
-        job, n, variant = key.split("|")
-        if variant != "aa" or n != "0":
-            continue
+    for job, cell in _quiet_aa(data):
         runs = [s["step_ms"] for p in _judged(cell, WALL_BOUND) for s in p["samples"]]
         for k in ks:
             groups = [runs[g : g + k + 1] for g in range(0, len(runs) - k, k + 1)]

@@ -146,17 +146,20 @@ class Guard:
         """The more intra-op threads of the two runs (1 where unrecorded)."""
         return max(side.threads or 1 for side in (self.base, self.head))
 
+    def spins(self, spec: registry.MetricSpec) -> bool:
+        """Whether ``spec`` is a CPU time holding intra-op helpers' spin (:data:`SPINS`) in a run that had helpers."""
+        return spec.name in SPINS and clock_of(spec) == "cpu" and self.threads() > 1
+
     def clock(self, spec: registry.MetricSpec) -> str | None:
-        """The clock ``spec`` is guarded as: a spinning CPU time (:data:`SPINS`) of a multi-threaded run is wall."""
-        clock = clock_of(spec)
-        return "wall" if clock == "cpu" and spec.name in SPINS and self.threads() > 1 else clock
+        """The clock ``spec`` is guarded as: a spinning CPU time of a multi-threaded run is wall-clock."""
+        return "wall" if self.spins(spec) else clock_of(spec)
 
     def apply(self, spec: registry.MetricSpec, verdict: Verdict) -> Verdict:
         """The verdict, or an inconclusive one with both sides' figures where either side was contended."""
         clock = self.clock(spec)
         if not self.contended(clock) or verdict.outcome in (Outcome.UNAVAILABLE, Outcome.NEW):
             return verdict
-        if clock != clock_of(spec):
+        if self.spins(spec):
             what = (
                 f"{self.threads()} intra-op threads: the training thread's CPU time holds its spin while a helper "
                 f"waits for a core, so it is judged as a wall-clock figure (bound {self.wall_bound:.0%}); exact "
