@@ -28,6 +28,17 @@ device before the observed steps (an accumulator built at start-up with
 ``device=``) is followed only once an operation in an observed step writes it
 from a device tensor.
 
+Which host tensors a GPU run would hold in pinned (page-locked) memory is
+followed the same way, since a copy from pinned memory with
+``non_blocking=True`` is the only host-to-device copy that does not stall the
+host (:mod:`perfsuite.probes.synckinds`): on CUDA, ``Tensor.is_pinned()``
+answers; on a CPU run, where torch pins nothing, the batches of a DataLoader
+built with ``pin_memory=True`` (:meth:`Residency.mark_pinned`, called as the
+batch is fetched), the result of ``.pin_memory()`` and tensors made with
+``pin_memory=True``. A CPU build of torch refuses ``.pin_memory()`` (there is
+no accelerator to pin for); in the observed steps the model returns an alias
+of the tensor, marked pinned, in its place.
+
 On a CPU run ``.to(device)`` returns its input itself when nothing changes; a
 GPU run returns a new device tensor and the host tensor stays where it was. To
 keep that distinction, such a ``.to`` (and such a ``.cpu()``) returns an alias
@@ -55,6 +66,7 @@ class Residency:
         self.device = torch.device(device)
         self.cuda = self.device.type != "cpu"
         self._on_device: Any = WeakTensorKeyDictionary()
+        self._pinned: Any = WeakTensorKeyDictionary()
         self._depth = 0
         self._stack: contextlib.ExitStack | None = None
         self._roots: Callable[[], Iterable[Any]] | None = roots  # read at the first observed step
@@ -71,6 +83,38 @@ class Residency:
         if self.cuda:
             return bool(tensor.device.type != "cpu")
         return tensor in self._on_device
+
+    def is_pinned(self, tensor: Any) -> bool:
+        """Is this host tensor in pinned memory (on a CPU run: would a GPU run have pinned it)?"""
+        if self.cuda:
+            return bool(tensor.is_pinned())
+        return tensor in self._pinned
+
+    def mark_pinned(self, batch: Any) -> None:
+        """A batch of a DataLoader built with ``pin_memory=True``: on a CPU run, every tensor in it (through
+        lists, tuples, dicts and dataclass-like objects) is taken as pinned, as the loader's pinning thread would
+        have made it on a GPU run."""
+        if self.cuda:
+            return
+        import torch
+
+        seen: set[int] = set()
+
+        def walk(value: Any, depth: int) -> None:
+            if isinstance(value, torch.Tensor):
+                self._pinned[value] = True
+            elif depth < 6 and id(value) not in seen:
+                seen.add(id(value))
+                if isinstance(value, dict):
+                    items: Iterable[Any] = value.values()
+                elif isinstance(value, (list, tuple)):
+                    items = value
+                else:
+                    items = getattr(value, "__dict__", {}).values()
+                for item in items:
+                    walk(item, depth + 1)
+
+        walk(batch, 0)
 
     def is_run_device(self, where: Any) -> bool:
         """Does ``where`` (a device, a string, a tensor) name the run's device type?"""
@@ -118,6 +162,12 @@ class Residency:
         elif isinstance(value, (list, tuple)):
             for item in value:
                 self._mark(item)
+
+    def _mark_pinned_out(self, value: Any) -> None:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            self._pinned[value] = True
 
     def _any_on_device(self, values: Any) -> bool:
         """Does any tensor among ``values`` (one level of lists/tuples inside, as ops take them) live on the device?"""
@@ -179,6 +229,15 @@ class Residency:
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+                if func is torch.Tensor.pin_memory and source is not None:
+                    out = alias(source) if not torch.accelerator.is_available() else func(*args, **kwargs)
+                    residency._pinned[out] = True  # what a GPU run pins (a CPU build of torch refuses to)
+                    return out
+                if kwargs.get("pin_memory") is True and not torch.accelerator.is_available():
+                    kwargs = {**kwargs, "pin_memory": False}  # torch.empty(n, pin_memory=True): pinned on a GPU run
+                    out = func(*args, **kwargs)
+                    residency._mark_pinned_out(out)
+                    return out
                 was_on_device = source is not None and residency.on_device(source)
                 out = func(*args, **kwargs)
                 if func is torch.Tensor.to and source is not None:

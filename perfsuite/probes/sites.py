@@ -18,6 +18,7 @@ import contextlib
 import io
 import linecache
 import os
+import re
 import tokenize
 import warnings
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,9 @@ _PLUMBING = frozenset(
     os.path.join(*p.split("/"))
     for p in ("overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py")
 )
+
+
+_STACK_FRAME = re.compile(r"^(.+)\((\d+)\): (.+)$")
 
 
 class Sites:
@@ -74,6 +78,23 @@ class Sites:
                 return site, direct
             frame = frame.f_back
         return "<unknown>", direct
+
+    def from_stack(self, stack: Iterable[str]) -> str:
+        """The site in a profiler's recorded Python stack (``"path(line): function"`` strings, innermost first):
+        the first frame outside torch and perfsuite's harness, as :meth:`find` picks from live frames."""
+        for text in stack:
+            match = _STACK_FRAME.match(text)
+            if match is None:
+                continue
+            path, line, function = match.group(1), int(match.group(2)), match.group(3)
+            if path.startswith(self.torch_dir) or path.startswith(self.harness) or not os.path.isabs(path):
+                continue
+            site = f"{_short(path)}:{line}"
+            if site not in self._origin:
+                linecache.checkcache(path)
+                self._origin[site] = (path, function)
+            return site
+        return "<unknown>"
 
     def issued_by_probe(self, frame: Any) -> bool:
         """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
@@ -142,7 +163,7 @@ def has_identity(entry: Mapping[str, Any]) -> bool:
 
 
 def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[tuple[str, Mapping[str, Any]]]:
-    """Each site entry with its label, unique per entry: ``Tensor.item in train.py step(): loss.item()``.
+    """Each site entry with its label, unique per entry: ``Tensor.item (read) in train.py step(): loss.item()``.
 
     The label holds no line number, so it survives an edit above the site, and no virtualenv (a library's
     file from its package on: the committed exact file keeps these labels); the same code twice in one
@@ -154,6 +175,8 @@ def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[
     seen: dict[str, int] = {}
     for entry in entries:
         op, site = str(entry.get("op", "?")), str(entry.get("site", "<unknown>"))
+        if entry.get("kind"):  # a sync's kind (perfsuite.probes.synckinds): a blocking copy is not a read
+            op = f"{op} ({entry['kind']})"
         if by_line or not has_identity(entry) or line_of(site)[1] == 0:
             label = f"{op} at {site}"
         else:
