@@ -151,15 +151,17 @@ def _run(args: argparse.Namespace, note: Any) -> int:
 def format_run(result: Any) -> str:
     """The short table `perfsuite run` prints: metric names as thresholds write them, values in human units,
     one line for the GPU telemetry a CPU run cannot measure (perfsuite.report.terminal)."""
+    from perfsuite.probes.synckinds import fixes, site_op
     from perfsuite.report.terminal import run_lines
 
     lines = run_lines(result)
     syncs = result.metric("syncs_per_step")
     lines += [
-        f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        f"    sync site: {site_op(site)} at {site['site']}, {site['per_step']:g}/step"
         + (f" ({site['seen']})" if site.get("seen") else "")
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
+    lines += [f"    {fix}" for fix in (fixes(syncs.detail.get("kinds")) if syncs.available else [])]
     lines += [f"  note: {note}" for note in result.notes]
     from perfsuite.judge.contention import session_line
 

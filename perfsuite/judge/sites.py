@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perfsuite.probes.synckinds import site_op
 from perfsuite.probes.sites import has_identity, labelled, line_of, short_path
 
 
@@ -84,7 +85,7 @@ def site_changes(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any])
         out.append(
             SiteChange(
                 label,
-                str(entry.get("op", "")) if entry is not None else "",
+                site_op(entry) if entry is not None else "",
                 str(entry.get("site", "")) if entry is not None else "",
                 b,
                 h,

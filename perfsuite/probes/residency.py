@@ -183,7 +183,10 @@ class Residency:
     def _dispatch_mode(self) -> Any:
         from torch.utils._python_dispatch import TorchDispatchMode
 
+        import torch
+
         residency = self
+        copies = {torch.ops.aten.copy_.default}
         writes: dict[Any, tuple[tuple[int, str, bool], ...]] = {}  # per op: the arguments it writes
 
         def written(func: Any) -> tuple[tuple[int, str, bool], ...]:
@@ -201,6 +204,8 @@ class Residency:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
+                if func in copies:  # a copy leaves its destination where it was: host.copy_(device) is a read-back
+                    return out
                 if residency._any_on_device(args) or (kwargs and residency._any_on_device(kwargs.values())):
                     residency._mark(out)
                     for i, name, kwarg_only in written(func):

@@ -107,3 +107,52 @@ def kind_named(name: str) -> SyncKind | None:
         return SyncKind(name)
     except ValueError:
         return None
+
+
+def site_op(entry: object) -> str:
+    """A sync site's operation as people read it: ``Tensor.to (pageable copy)``; the op alone for entries recorded
+    before kinds were."""
+    from collections.abc import Mapping
+
+    if not isinstance(entry, Mapping):
+        return "sync"
+    op = str(entry.get("call") or entry.get("op") or "sync")
+    kind = entry.get("kind")
+    return f"{op} ({kind})" if kind else op
+
+
+TESTS = "tests/unit/test_sync_kinds.py"
+
+
+def render_table() -> str:
+    """The kinds as the markdown table of docs/syncs.md (scripts/metrics_table.py writes it there)."""
+    rows = [
+        "| kind | what makes the host wait | for example | the fix | a CUDA runtime call | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in KINDS:
+        cells = (
+            f"`{row.kind.value}`",
+            row.what,
+            row.examples.replace("|", "\\|"),
+            row.fix,
+            "yes" if row.runtime_call else "no: a staging copy (checked by the source's pinned state)",
+            row.source,
+        )
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def fixes(head_kinds: object, base_kinds: object = None) -> list[str]:
+    """``fix (pageable copy): DataLoader(pin_memory=True), ...`` for each kind that ``head_kinds`` (a Result's
+    ``detail["kinds"]``) has more of than ``base_kinds``: the one wording of each fix, wherever perfsuite gives it."""
+    from collections.abc import Mapping
+
+    head = head_kinds if isinstance(head_kinds, Mapping) else {}
+    base = base_kinds if isinstance(base_kinds, Mapping) else {}
+    out = []
+    for name, count in head.items():
+        kind = kind_named(str(name))
+        if kind in KIND_ROW and float(count) > float(base.get(name, 0.0)):
+            out.append(f"fix ({kind.value}): {KIND_ROW[kind].fix}")
+    return out

@@ -202,3 +202,15 @@ def test_a_loaders_pin_memory_decides_the_copies_of_its_batches(knobs, kind) -> 
     metric = _reference(**knobs)
     found = sorted((s["kind"], s["site"]) for s in metric.detail["sites"])
     assert found == ([] if kind is None else sorted((kind, site) for site in _to_device_lines()))
+
+
+def test_the_docs_table_of_kinds_is_generated_from_the_one_table() -> None:
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "metrics_table.py"
+    spec = importlib.util.spec_from_file_location("metrics_table", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    now, regenerated = module.fresh(module.DOCS / "syncs.md")
+    assert now == regenerated, "docs/syncs.md is stale: run python scripts/metrics_table.py"
