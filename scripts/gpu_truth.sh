@@ -9,9 +9,9 @@ OUT=${OUT:-/tmp/perfsuite-truth}; mkdir -p "$OUT"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export PYTHONUNBUFFERED=1
 step() { echo "=== $1 $(date -u +%T)"; }
-want() { [[ " ${STEPS:-suite scripts truth full doctor} " == *" $1 "* ]]; }
+want() { [[ " ${STEPS:-unit suite scripts truth full doctor} " == *" $1 "* ]]; }
 if [ "${1:-}" = --cpu ]; then
-  SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}
+  SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}; SUITE_S=${SUITE_S:-1500}
 else
   SIDE=cuda; PY=python3
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
@@ -21,6 +21,10 @@ else
   $PY -c 'import torch, kornia; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0), "kornia", kornia.__version__)'
 fi
 mkdir -p "$W/results" "$W/logs"
+if want unit && [ $SIDE = cuda ]; then step "the sync probe's unit tests on CUDA"
+  timeout "${UNIT_S:-60}" $PY -m pytest -q -p no:cacheprovider -rs tests/unit/test_probe_syncs.py tests/unit/test_sync_kinds.py \
+    -k "not loaders_pin_memory" 2>&1 | tee "$W/logs/unit.log" | tail -15
+fi
 if want suite; then step "suite ($SIDE): markers, exact values re-recorded, every Result saved"
   # GPU: the saved Results are this machine's timing baselines too (baselines/<fingerprint>/)
   BASE=$([ $SIDE = cuda ] && echo baselines || echo "$W/baselines")

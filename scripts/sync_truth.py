@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfsuite.probes.synckinds import KIND_ROW, SyncKind  # noqa: E402
+from perfsuite.probes.syncs import function_key  # noqa: E402
 
 # The runs besides the reference suite (tests/perf, every test): the example script and the planted copies.
 SCRIPT_RUNS: dict[str, list[str]] = {
@@ -42,59 +43,59 @@ SCRIPT_RUNS: dict[str, list[str]] = {
 
 
 @dataclass
-class Site:
-    """One site of one run: what the rules counted there by kind, and (CUDA) what the runtime synchronised."""
+class Line:
+    """One line of one run: what the rules counted there, by kind, per step."""
 
     site: str
+    function: str  # "path::function" (perfsuite.probes.syncs.function_key)
     kinds: dict[str, float] = field(default_factory=dict)
-    runtime: float | None = None  # CUDA runtime sync calls per step at this site (None: a CPU run)
 
-    def predicted_runtime(self) -> float:
-        """Waits at this site that are runtime calls on CUDA (every kind but the pageable copy)."""
+    def runtime_calls(self) -> float:
+        """The waits here that are CUDA runtime calls (every kind but the pageable copy)."""
         return sum(n for kind, n in self.kinds.items() if _is_runtime(kind))
-
-    def pageable(self) -> float:
-        return self.kinds.get(SyncKind.PAGEABLE_COPY.value, 0.0)
 
 
 def _is_runtime(kind: str) -> bool:
     try:
         return KIND_ROW[SyncKind(kind)].runtime_call
     except (KeyError, ValueError):
-        return False  # "CUDA runtime sync": the runtime count itself, not a prediction
+        return False  # "CUDA runtime sync": what CUDA measured beyond the rules, not a prediction
 
 
 @dataclass
 class Run:
+    """One run's syncs as the sync probe recorded them; the CUDA-only fields are None on a CPU run."""
+
     device: str
     total: float | None
-    sites: dict[str, Site]
-    unattributed: float = 0.0
+    lines: dict[str, Line]
+    runtime_by_function: dict[str, float] | None = None  # CUDA: the runtime's sync calls per step, by function
+    debug_mode: dict[str, float] | None = None  # CUDA: sync debug mode's warnings per step, by line
+    beyond_rules: float = 0.0  # CUDA: "CUDA runtime sync" entries: waits no rule predicted
+
+    def by_function(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for line in self.lines.values():
+            out[line.function] = out.get(line.function, 0.0) + line.runtime_calls()
+        return out
 
 
 def _syncs(result: Mapping[str, Any]) -> Run:
-    metrics = result.get("metrics") or {}
-    metric = metrics.get("syncs_per_step") or {}
+    metric = (result.get("metrics") or {}).get("syncs_per_step") or {}
     detail = metric.get("detail") or {}
-    device = str((result.get("fingerprint") or {}).get("device", "?"))
-    sites: dict[str, Site] = {}
+    run = Run(str((result.get("fingerprint") or {}).get("device", "?")), metric.get("value"), {})
     for entry in detail.get("sites") or []:
         if entry.get("kind") == SyncKind.RUNTIME.value:
-            continue  # the runtime's figure is read below, whole
-        site = sites.setdefault(entry["site"], Site(entry["site"]))
-        kind = str(entry.get("kind") or "read")
-        site.kinds[kind] = site.kinds.get(kind, 0.0) + float(entry["per_step"])
-    runtime = detail.get("cuda_runtime_sites")
-    unattributed = 0.0
-    if isinstance(runtime, Mapping):
-        for where, per_step in runtime.items():
-            if where == "<unknown>":
-                unattributed = float(per_step)
-                continue
-            sites.setdefault(where, Site(where)).runtime = float(per_step)
-        for site in sites.values():
-            site.runtime = site.runtime or 0.0
-    return Run(device, metric.get("value"), sites, unattributed)
+            run.beyond_rules += float(entry["per_step"])
+            continue
+        where = str(entry["site"])
+        line = run.lines.setdefault(where, Line(where, function_key(where, str(entry.get("function", "")))))
+        kind = str(entry.get("kind") or SyncKind.READ.value)
+        line.kinds[kind] = line.kinds.get(kind, 0.0) + float(entry["per_step"])
+    if isinstance(detail.get("cuda_runtime_functions"), Mapping):
+        run.runtime_by_function = {str(k): float(v) for k, v in detail["cuda_runtime_functions"].items()}
+        run.debug_mode = {str(k): float(v) for k, v in (detail.get("cuda_debug_mode_sites") or {}).items()}
+    return run
 
 
 def _results(paths: Iterable[Path]) -> dict[str, Mapping[str, Any]]:
@@ -123,39 +124,68 @@ def collect(paths: list[Path], out: Path) -> None:
 def _load(path: Path) -> dict[str, Run]:
     raw = json.loads(path.read_text())
     return {
-        rid: Run(r["device"], r["total"], {k: Site(**s) for k, s in r["sites"].items()}, r.get("unattributed", 0.0))
+        rid: Run(
+            r["device"],
+            r["total"],
+            {k: Line(**v) for k, v in r["lines"].items()},
+            r.get("runtime_by_function"),
+            r.get("debug_mode"),
+            r.get("beyond_rules", 0.0),
+        )
         for rid, r in raw.items()
     }
 
 
-def _kinds(site: Site | None) -> str:
-    if site is None or not site.kinds:
+def _kinds(line: Line | None) -> str:
+    if line is None or not line.kinds:
         return "-"
-    return ", ".join(f"{n:g} {kind}" for kind, n in sorted(site.kinds.items()))
+    return ", ".join(f"{n:g} {kind}" for kind, n in sorted(line.kinds.items()))
 
 
 def compare(cpu_path: Path, cuda_path: Path, markdown: Path | None) -> int:
-    """Site by site: the CPU's prediction against CUDA's runtime calls and CUDA's own pageable-copy check."""
+    """Per run: each line's kinds (the CPU's prediction against the same rules on CUDA's real devices and pinned
+    memory), each line's waits against sync debug mode's warnings there, and each function's waits against the
+    CUDA runtime's sync calls inside it (the ground truth the profiler places by function)."""
     cpu, cuda = _load(cpu_path), _load(cuda_path)
-    rows = ["| run | site | CPU predicts /step | CUDA runtime syncs /step | CUDA rules /step | agree |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| run | where | CPU predicts /step | CUDA /step | agree |",
+        "|---|---|---|---|---|",
+    ]
     disagree = 0
+
+    def row(rid: str, where: str, predicted: str, measured: str, ok: bool) -> None:
+        nonlocal disagree
+        disagree += not ok
+        rows.append(f"| {rid} | {where} | {predicted} | {measured} | {'yes' if ok else '**no**'} |")
+
     for rid in sorted(set(cpu) | set(cuda)):
         c, g = cpu.get(rid), cuda.get(rid)
         if c is None or g is None:
-            rows.append(f"| {rid} | - | {'missing' if c is None else c.total} | {'missing' if g is None else g.total} | | no |")
-            disagree += 1
+            row(
+                rid,
+                "the run",
+                "missing" if c is None else f"{c.total}",
+                "missing" if g is None else f"{g.total}",
+                False,
+            )
             continue
-        for where in sorted(set(c.sites) | set(g.sites)) or ["(none)"]:
-            cs, gs = c.sites.get(where), g.sites.get(where)
-            predicted = cs.predicted_runtime() if cs else 0.0
-            measured = gs.runtime if gs and gs.runtime is not None else 0.0
-            ok = predicted == measured and (cs.pageable() if cs else 0.0) == (gs.pageable() if gs else 0.0)
-            disagree += not ok
-            rows.append(f"| {rid} | {where} | {_kinds(cs)} | {measured:g} | {_kinds(gs)} | {'yes' if ok else '**no**'} |")
-        if g.unattributed:
-            disagree += 1
-            rows.append(f"| {rid} | (no stack) | | {g.unattributed:g} | | **no** |")
-    text = "\n".join(rows) + f"\n\n{disagree} site(s) disagree.\n"
+        for where in sorted(set(c.lines) | set(g.lines)):
+            cl, gl = c.lines.get(where), g.lines.get(where)
+            row(rid, where, _kinds(cl), f"rules: {_kinds(gl)}", (cl.kinds if cl else {}) == (gl.kinds if gl else {}))
+            if g.debug_mode is not None:
+                warned = g.debug_mode.get(where, 0.0)
+                predicted = cl.runtime_calls() if cl else 0.0
+                if warned or predicted:
+                    row(rid, where, f"{predicted:g} runtime call(s)", f"debug mode: {warned:g}", warned <= predicted)
+        if g.runtime_by_function is None:
+            row(rid, "CUDA runtime", "", "not recorded (profiler unavailable)", False)
+            continue
+        predicted_by = c.by_function()
+        for function in sorted(set(predicted_by) | set(g.runtime_by_function)):
+            predicted, measured = predicted_by.get(function, 0.0), g.runtime_by_function.get(function, 0.0)
+            if predicted or measured:
+                row(rid, function, f"{predicted:g} runtime call(s)", f"runtime: {measured:g}", predicted == measured)
+    text = "\n".join(rows) + f"\n\n{disagree} row(s) disagree.\n"
     print(text)
     if markdown is not None:
         markdown.write_text(text)

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfsuite.probes.synckinds import site_op
 from perfsuite.probes.sites import has_identity, labelled, line_of, short_path
+from perfsuite.probes.synckinds import site_op
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ is a host tensor, so perfsuite follows where each tensor *would* be in a GPU
 run of the same code, in the observed steps only:
 
 * on the device from the start: the model's parameters and buffers (and the
-  declared loss module's);
+  declared loss module's, and a Job's GPU augmentation or batch mix when it is
+  a module: its constants are buffers moved there at start-up);
 * put there by the step: the result of ``.to(<the run's device>)``, and of any
   torch function called with ``device=<the run's device>``
   (``torch.tensor(data, device=d)``, ``torch.zeros(n, device=d)``, ...), when
@@ -181,9 +182,8 @@ class Residency:
         return False
 
     def _dispatch_mode(self) -> Any:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
         import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
 
         residency = self
         copies = {torch.ops.aten.copy_.default}
@@ -280,10 +280,13 @@ def residency_for(ctx: Any) -> Residency:
         return shared[_SHARED_KEY]
 
     def roots() -> list[Any]:
+        # The modules a GPU run moves to the device at start-up: the model, the loss module, and a GPU
+        # augmentation or batch mix (their constants are buffers: a CPU run cannot see them move there).
         job = getattr(ctx, "job", None)
-        found = [getattr(getattr(ctx, "pipeline", None), "model", None)]
+        pipeline = getattr(ctx, "pipeline", None)
+        found = [getattr(pipeline, name, None) for name in ("model", "gpu_augment", "batch_mix")]
         if job is not None and getattr(job, "job", None) is not None:
-            found.append(getattr(job.job, "criterion", None))
+            found += [getattr(job.job, "criterion", None), getattr(job.job, "gpu_transform", None)]
         return [r for r in found if r is not None]
 
     residency = Residency(ctx.device, roots)

@@ -52,6 +52,7 @@ upcoming steps carry it (``periodic()``) so the observed steps can be steady one
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from collections import Counter
@@ -96,6 +97,8 @@ CUDA_SYNC_CALLS = (
     "cudaMemcpyFromSymbol",
 )
 OBSERVED_MARK = "perfsuite.observed_step"
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # "<built-in method item of Tensor object at 0x7f..>": one name per op
+_PY_FRAME = re.compile(r"^.+\(\d+\): .+$")  # a profiler's Python function event: "path(line): function"
 
 
 def _has_bool_index(index: Any) -> bool:
@@ -120,6 +123,12 @@ def _to_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 _DATA_DEPENDENT = frozenset(("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount"))
 _HOST_COPIES = frozenset(("cpu",))
 OpRule = tuple[str, SyncKind, Callable[..., bool]]
+
+
+def function_key(site: str, function: str) -> str:
+    """``perfsuite/harness/pipeline.py::to_device``: a site's file and function's own name, by which a CUDA
+    runtime call (placed by function) and the lines predicted inside that function are compared."""
+    return f"{site.rsplit(':', 1)[0]}::{function.rsplit('.', 1)[-1]}"
 
 
 def _sync_ops() -> dict[Callable[..., Any], OpRule]:
@@ -353,6 +362,8 @@ class _CudaTrace:
         self.runtime: Counter[str] = Counter()
         self.at: Counter[str] = Counter()  # runtime sync calls by site ("<unknown>": no stack reached the step)
         self.warned: Counter[str] = Counter()  # sync-debug-mode warnings by site
+        self.chains: Counter[str] = Counter()  # "aten op < caller op in function()" of each runtime call
+        self.functions: Counter[str] = Counter()  # runtime calls by "path::function" (scripts/sync_truth.py)
         self.probes_own = 0  # syncs that perfsuite's probes issued themselves, left out of the count
         self.error: str | None = None
         self._prof: Any = None
@@ -400,27 +411,39 @@ class _CudaTrace:
         except Exception as exc:  # noqa: BLE001
             self.error = f"CUDA profiler failed: {exc}"
             return
-        marks = [e.time_range for e in events if e.name == OBSERVED_MARK]
-        probes = [e.time_range for e in events if e.name == PROBE_MARK]
+        # On the step's own thread only: the loader's pinning thread runs beside it
+        marks = [(e.thread, e.time_range) for e in events if e.name == OBSERVED_MARK]
+        probes = [(e.thread, e.time_range) for e in events if e.name == PROBE_MARK]
+
+        def inside(event: Any, ranges: list[tuple[int, Any]]) -> bool:
+            start = event.time_range.start
+            return any(thread == event.thread and r.start <= start <= r.end for thread, r in ranges)
+
         for e in events:
-            start = e.time_range.start
-            if e.name not in CUDA_SYNC_CALLS or not any(m.start <= start <= m.end for m in marks):
+            if e.name not in CUDA_SYNC_CALLS or not inside(e, marks):
                 continue
-            if any(m.start <= start <= m.end for m in probes):
-                self.probes_own += 1
+            site = None if inside(e, probes) else self._site_of(e)
+            if site is None:
+                self.probes_own += 1  # a probe's own work, or the driver's opening and closing of the watchers
                 continue
             self.runtime[e.name] += 1
-            self.at[self._site_of(e)] += 1
+            self.at[site] += 1
 
-    def _site_of(self, event: Any) -> str:
-        """The step's line behind a runtime call: the Python stack of the nearest operation enclosing it."""
-        parent = event
-        while parent is not None:
-            stack = getattr(parent, "stack", None)
-            if stack:
-                return self.sites.from_stack(stack)
+    def _site_of(self, event: Any) -> str | None:
+        """The step's function behind a runtime call (:meth:`Sites.from_profile`), from the chain of events that
+        encloses it; None when a probe issued it. The chain itself is kept, for what no rule explains."""
+        names: list[str] = []
+        parent = getattr(event, "cpu_parent", None)
+        while parent is not None and len(names) < 64:
+            names.append(str(parent.name))
             parent = getattr(parent, "cpu_parent", None)
-        return "<unknown>"
+        found = self.sites.from_profile(names)
+        if found is None:
+            return None
+        ops = [_ADDRESS.sub("", n) for n in names if not _PY_FRAME.match(n)][:2]  # the operations that made it
+        self.chains[f"{' < '.join(ops) or '?'} in {found[1] or '?'}()"] += 1
+        self.functions[function_key(found[0], found[1])] += 1
+        return found[0]
 
 
 class SyncProbe(Probe):
@@ -529,32 +552,37 @@ class SyncProbe(Probe):
         return [Metric("syncs_per_step", sum(per_site.values()), "syncs/step", detail=detail)]
 
     def _add_runtime(self, per_site: dict[tuple[str, str, str], float], k: int, detail: dict[str, Any]) -> None:
-        """CUDA: what the runtime synchronised at each site beyond what the rules counted there (a pageable copy is
-        no runtime call, so it is not matched against one), as ``CUDA runtime sync`` entries."""
-        assert self._trace is not None
-        trace = self._trace
+        """CUDA: what the device made the host wait for beyond what the rules counted, as ``CUDA runtime sync``
+        entries: at a line, where sync debug mode warned there more often than the rules counted; in a function,
+        where the runtime's sync calls inside it (the profiler places them by function, not line) outnumber what
+        was counted or warned at its lines. A pageable copy is no runtime call, so it is not matched against one."""
+        assert self._trace is not None and self._sites is not None
+        trace, sites = self._trace, self._sites
         counted: Counter[str] = Counter()
         for step in self._full:
             for (kind, _, site), n in step.items():
                 if KIND_ROW[SyncKind(kind)].runtime_call:
                     counted[site] += n
-        # Where no stack reached the step, debug mode's warnings (issued from the step's own frame) place them.
-        at = Counter(trace.at)
-        unknown = at.pop("<unknown>", 0)
+        seen = Counter(counted)
         for site, n in trace.warned.items():
-            extra = min(unknown, max(0, n - max(at[site], counted[site])))
-            if extra:
-                at[site] += extra
-                unknown -= extra
-        if unknown:
-            at["<unknown>"] = unknown
-        calls = ", ".join(f"{name} x{n}" for name, n in trace.runtime.most_common())
-        for site, n in at.items():
             if n > counted[site]:
-                key = (SyncKind.RUNTIME.value, f"runtime ({calls})", site)
+                key = (SyncKind.RUNTIME.value, "sync (debug mode)", site)
                 per_site[key] = per_site.get(key, 0.0) + (n - counted[site]) / k
+                seen[site] = n
+        by_function: Counter[tuple[str, str]] = Counter()
+        for site, n in seen.items():
+            by_function[sites.function_of(site)] += n
+        calls = ", ".join(f"{name} x{n}" for name, n in trace.runtime.most_common())
+        for site, n in trace.at.items():
+            explained = by_function[sites.function_of(site)] if site != "<unknown>" else 0
+            if n > explained:
+                key = (SyncKind.RUNTIME.value, f"runtime ({calls}) in {sites.function_of(site)[1] or '?'}()", site)
+                per_site[key] = per_site.get(key, 0.0) + (n - explained) / k
         detail["cuda_runtime_syncs"] = dict(trace.runtime)
         detail["cuda_runtime_sites"] = {site: n / k for site, n in sorted(trace.at.items())}
+        detail["cuda_runtime_functions"] = {key: n / k for key, n in sorted(trace.functions.items())}
+        detail["cuda_debug_mode_sites"] = {site: n / k for site, n in sorted(trace.warned.items())}
+        detail["cuda_runtime_ops"] = {chain: n / k for chain, n in trace.chains.most_common(12)}
         if trace.probes_own:  # the probes' own work (label checks, the loader's fetch): not the step's
             detail["probes_own_syncs"] = trace.probes_own
         if trace.error:
