@@ -54,11 +54,11 @@ fi
 if want full && [ $SIDE = cuda ]; then step "full scale: face_parsing 512x512, the seed's settings against the seeds' fix"
   timeout "${FULL_S:-200}" bash -c "
     $PY -m perfsuite.cli run face_parsing --scale full --aug cpu --workers 2 --steps 30 --json \
-      >$W/results/full-seed.json 2>$W/logs/full-seed.log
+      >$W/full-seed.json 2>$W/logs/full-seed.log
     $PY -m perfsuite.cli run face_parsing --scale full --aug gpu --amp bf16 --workers 8 --pin-memory \
-      --persistent-workers --prefetch 4 --non-blocking --steps 30 --json >$W/results/full-tuned.json 2>$W/logs/full-tuned.log"
+      --persistent-workers --prefetch 4 --non-blocking --steps 30 --json >$W/full-tuned.json 2>$W/logs/full-tuned.log"
   echo "full: exit $?"
-  $PY - "$W/results/full-seed.json" "$W/results/full-tuned.json" <<'PYEOF'
+  $PY - "$W/full-seed.json" "$W/full-tuned.json" <<'PYEOF'
 import json, sys
 runs = []
 for path in sys.argv[1:]:
@@ -77,4 +77,4 @@ if want doctor && [ $SIDE = cuda ]; then step "doctor on the example script"
     --epochs 40 --device cuda >"$W/logs/doctor.log" 2>&1; echo "doctor: exit $?"; tail -40 "$W/logs/doctor.log"
 fi
 step end
-tar -C "$W" -czf "$OUT/truth-$SIDE.tgz" logs results
+tar -C "$W" -czf "$OUT/truth-$SIDE.tgz" logs results $(cd "$W" && ls full-*.json 2>/dev/null)

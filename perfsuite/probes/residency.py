@@ -68,6 +68,7 @@ class Residency:
         self.cuda = self.device.type != "cpu"
         self._on_device: Any = WeakTensorKeyDictionary()
         self._pinned: Any = WeakTensorKeyDictionary()
+        self._can_pin = torch.accelerator.is_available()
         self._depth = 0
         self._stack: contextlib.ExitStack | None = None
         self._roots: Callable[[], Iterable[Any]] | None = roots  # read at the first observed step
@@ -87,8 +88,8 @@ class Residency:
 
     def is_pinned(self, tensor: Any) -> bool:
         """Is this host tensor in pinned memory (on a CPU run: would a GPU run have pinned it)?"""
-        if self.cuda:
-            return bool(tensor.is_pinned())
+        if self.cuda or (tensor not in self._pinned and self._can_pin):
+            return bool(tensor.is_pinned())  # really pinned (a CPU run on a machine with a GPU pins for real)
         return tensor in self._pinned
 
     def mark_pinned(self, batch: Any) -> None:

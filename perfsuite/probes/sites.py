@@ -18,8 +18,6 @@ import contextlib
 import io
 import linecache
 import os
-import re
-import sys
 import tokenize
 import warnings
 from collections.abc import Iterable, Mapping
@@ -31,9 +29,6 @@ _PLUMBING = frozenset(
     os.path.join(*p.split("/"))
     for p in ("overrides.py", "_tensor.py", "functional.py", "_jit_internal.py", "utils/_device.py")
 )
-
-
-_STACK_FRAME = re.compile(r"^(.+)\((\d+)\): (.+)$")
 
 
 class Sites:
@@ -80,27 +75,6 @@ class Sites:
             frame = frame.f_back
         return "<unknown>", direct
 
-    def from_profile(self, names: Iterable[str]) -> tuple[str, str] | None:
-        """The step's function behind a CUDA runtime call, from the profiler's Python function events that enclose
-        it (``"path(line): function"``, innermost first; the line is where the function begins, since the
-        profiler records function entries, not the line of each call): ``(site "path:line", function)``, or None
-        when the innermost frame outside torch is a probe's (the measurement's own work)."""
-        for name in names:
-            match = _STACK_FRAME.match(name)
-            if match is None:
-                continue
-            path, line, function = _absolute(match.group(1)), int(match.group(2)), match.group(3)
-            if path.startswith(self.torch_dir) or path in (self.warnings_py, contextlib.__file__):
-                continue
-            if path.startswith(self.probes_dir) or (path, function) in self.bookkeeping:
-                return None
-            if path.startswith(self.harness):
-                continue
-            site = f"{_short(path)}:{line}"
-            self._origin.setdefault(site, (path, function))
-            return site, function
-        return "<unknown>", ""
-
     def issued_by_probe(self, frame: Any) -> bool:
         """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
 
@@ -114,12 +88,6 @@ class Sites:
                 return path.startswith(self.probes_dir) or (path, frame.f_code.co_name) in self.bookkeeping
             frame = frame.f_back
         return False
-
-    def function_of(self, site: str) -> tuple[str, str]:
-        """(absolute path, function's own name) of a site found here: the key by which a runtime call, placed by
-        function, is matched with the lines counted inside that function."""
-        path, function = self._origin.get(site, (site.rsplit(":", 1)[0], ""))
-        return path, function.rsplit(".", 1)[-1]
 
     def identity(self, site: str) -> dict[str, str]:
         """``{"function": ..., "code": ...}`` for a site :meth:`find` returned: what survives lines moving above it.
@@ -147,17 +115,6 @@ def normalise(line: str) -> str:
     except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: its comment, if any, stays
         pass
     return " ".join(text.split())
-
-
-def _absolute(path: str) -> str:
-    """A profiler's file name (relative to the ``sys.path`` entry it was imported from) as an absolute path."""
-    if os.path.isabs(path):
-        return path
-    for entry in sys.path:
-        candidate = os.path.join(entry or os.getcwd(), path)
-        if os.path.isfile(candidate):
-            return os.path.abspath(candidate)
-    return path
 
 
 def _short(path: str) -> str:

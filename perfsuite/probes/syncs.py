@@ -98,7 +98,6 @@ CUDA_SYNC_CALLS = (
 )
 OBSERVED_MARK = "perfsuite.observed_step"
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # "<built-in method item of Tensor object at 0x7f..>": one name per op
-_PY_FRAME = re.compile(r"^.+\(\d+\): .+$")  # a profiler's Python function event: "path(line): function"
 
 
 def _has_bool_index(index: Any) -> bool:
@@ -123,12 +122,6 @@ def _to_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 _DATA_DEPENDENT = frozenset(("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount"))
 _HOST_COPIES = frozenset(("cpu",))
 OpRule = tuple[str, SyncKind, Callable[..., bool]]
-
-
-def function_key(site: str, function: str) -> str:
-    """``perfsuite/harness/pipeline.py::to_device``: a site's file and function's own name, by which a CUDA
-    runtime call (placed by function) and the lines predicted inside that function are compared."""
-    return f"{site.rsplit(':', 1)[0]}::{function.rsplit('.', 1)[-1]}"
 
 
 def _sync_ops() -> dict[Callable[..., Any], OpRule]:
@@ -360,10 +353,8 @@ class _CudaTrace:
     def __init__(self, sites: _Sites) -> None:
         self.sites = sites
         self.runtime: Counter[str] = Counter()
-        self.at: Counter[str] = Counter()  # runtime sync calls by site ("<unknown>": no stack reached the step)
         self.warned: Counter[str] = Counter()  # sync-debug-mode warnings by site
-        self.chains: Counter[str] = Counter()  # "aten op < caller op in function()" of each runtime call
-        self.functions: Counter[str] = Counter()  # runtime calls by "path::function" (scripts/sync_truth.py)
+        self.ops: Counter[str] = Counter()  # runtime sync calls by the operations that made them
         self.probes_own = 0  # syncs that perfsuite's probes issued themselves, left out of the count
         self.error: str | None = None
         self._prof: Any = None
@@ -372,7 +363,7 @@ class _CudaTrace:
         from torch.profiler import ProfilerActivity, profile
 
         try:
-            self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True)
+            self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
             self._prof.__enter__()
         except Exception as exc:  # noqa: BLE001 - no CUPTI: the op-level count still stands
             self._prof, self.error = None, f"CUDA profiler unavailable: {exc}"
@@ -422,28 +413,22 @@ class _CudaTrace:
         for e in events:
             if e.name not in CUDA_SYNC_CALLS or not inside(e, marks):
                 continue
-            site = None if inside(e, probes) else self._site_of(e)
-            if site is None:
-                self.probes_own += 1  # a probe's own work, or the driver's opening and closing of the watchers
+            if inside(e, probes):
+                self.probes_own += 1  # a probe's own work (a label check), or the loader's fetch
                 continue
             self.runtime[e.name] += 1
-            self.at[site] += 1
+            self.ops[self._ops_of(e)] += 1
 
-    def _site_of(self, event: Any) -> str | None:
-        """The step's function behind a runtime call (:meth:`Sites.from_profile`), from the chain of events that
-        encloses it; None when a probe issued it. The chain itself is kept, for what no rule explains."""
+    def _ops_of(self, event: Any) -> str:
+        """The operations that made a runtime call (``aten::copy_ < aten::_to_copy``): the profiler's enclosing
+        events, which name the operation but not the line (its Python stacks, on torch 2.11 on an H200, were not
+        linked to the operations and slowed a full-scale step past its deadline)."""
         names: list[str] = []
         parent = getattr(event, "cpu_parent", None)
-        while parent is not None and len(names) < 64:
-            names.append(str(parent.name))
+        while parent is not None and len(names) < 2:
+            names.append(_ADDRESS.sub("", str(parent.name)))
             parent = getattr(parent, "cpu_parent", None)
-        found = self.sites.from_profile(names)
-        if found is None:
-            return None
-        ops = [_ADDRESS.sub("", n) for n in names if not _PY_FRAME.match(n)][:2]  # the operations that made it
-        self.chains[f"{' < '.join(ops) or '?'} in {found[1] or '?'}()"] += 1
-        self.functions[function_key(found[0], found[1])] += 1
-        return found[0]
+        return " < ".join(names) or "?"
 
 
 class SyncProbe(Probe):
@@ -552,37 +537,33 @@ class SyncProbe(Probe):
         return [Metric("syncs_per_step", sum(per_site.values()), "syncs/step", detail=detail)]
 
     def _add_runtime(self, per_site: dict[tuple[str, str, str], float], k: int, detail: dict[str, Any]) -> None:
-        """CUDA: what the device made the host wait for beyond what the rules counted, as ``CUDA runtime sync``
-        entries: at a line, where sync debug mode warned there more often than the rules counted; in a function,
-        where the runtime's sync calls inside it (the profiler places them by function, not line) outnumber what
-        was counted or warned at its lines. A pageable copy is no runtime call, so it is not matched against one."""
-        assert self._trace is not None and self._sites is not None
-        trace, sites = self._trace, self._sites
+        """CUDA: the runtime's own sync calls in the observed steps (the ground truth) against the waits the rules
+        counted that are runtime calls (every kind but the pageable copy: a staging copy is no call). Calls beyond
+        them become one ``CUDA runtime sync`` entry, named by the operations that made them, at the line where sync
+        debug mode warned beyond the rules' count if it did (the profiler names operations, not lines). Fewer calls
+        than counted is recorded as ``rules_not_seen``: the rules' count stands, and the sync truth table
+        (scripts/sync_truth.py) shows the difference."""
+        assert self._trace is not None
+        trace = self._trace
         counted: Counter[str] = Counter()
         for step in self._full:
             for (kind, _, site), n in step.items():
                 if KIND_ROW[SyncKind(kind)].runtime_call:
                     counted[site] += n
-        seen = Counter(counted)
-        for site, n in trace.warned.items():
-            if n > counted[site]:
-                key = (SyncKind.RUNTIME.value, "sync (debug mode)", site)
-                per_site[key] = per_site.get(key, 0.0) + (n - counted[site]) / k
-                seen[site] = n
-        by_function: Counter[tuple[str, str]] = Counter()
-        for site, n in seen.items():
-            by_function[sites.function_of(site)] += n
-        calls = ", ".join(f"{name} x{n}" for name, n in trace.runtime.most_common())
-        for site, n in trace.at.items():
-            explained = by_function[sites.function_of(site)] if site != "<unknown>" else 0
-            if n > explained:
-                key = (SyncKind.RUNTIME.value, f"runtime ({calls}) in {sites.function_of(site)[1] or '?'}()", site)
-                per_site[key] = per_site.get(key, 0.0) + (n - explained) / k
+        runtime = sum(trace.runtime.values())
+        if runtime > sum(counted.values()):
+            warned = [(n - counted[site], site) for site, n in trace.warned.items() if n > counted[site]]
+            site = max(warned)[1] if warned else "<unknown>"
+            ops = ", ".join(op for op, _ in trace.ops.most_common(2)) or "?"
+            calls = ", ".join(f"{name} x{n}" for name, n in trace.runtime.most_common())
+            key = (SyncKind.RUNTIME.value, f"runtime ({calls}; {ops})", site)
+            per_site[key] = per_site.get(key, 0.0) + (runtime - sum(counted.values())) / k
+        elif runtime < sum(counted.values()):
+            detail["rules_not_seen"] = (sum(counted.values()) - runtime) / k
         detail["cuda_runtime_syncs"] = dict(trace.runtime)
-        detail["cuda_runtime_sites"] = {site: n / k for site, n in sorted(trace.at.items())}
-        detail["cuda_runtime_functions"] = {key: n / k for key, n in sorted(trace.functions.items())}
+        detail["cuda_runtime_per_step"] = runtime / k
+        detail["cuda_runtime_ops"] = {op: n / k for op, n in trace.ops.most_common(12)}
         detail["cuda_debug_mode_sites"] = {site: n / k for site, n in sorted(trace.warned.items())}
-        detail["cuda_runtime_ops"] = {chain: n / k for chain, n in trace.chains.most_common(12)}
         if trace.probes_own:  # the probes' own work (label checks, the loader's fetch): not the step's
             detail["probes_own_syncs"] = trace.probes_own
         if trace.error:
