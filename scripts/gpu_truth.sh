@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sync model's ground truth, the reference suite's markers on CUDA, the CUDA exact file with the loader's
 # counts, a timing baseline under the GPU's fingerprint, and the seeds' full-scale claim: one call on a lent GPU
-# machine (docs/gpu.md). `bash scripts/gpu_truth.sh --cpu` makes the CPU side of the sync table here.
+# machine (docs/gpu.md). `bash scripts/gpu_truth.sh --cpu` makes the CPU side of the sync table here;
+# `--dry-run` lists what would run and be compared.
 # On the GPU it needs the wheels its image lacks in .whl/ (bash ../shared/tools/device-wheels.sh).
 # STEPS picks the parts (default: all): suite scripts truth full doctor. Everything lands in $OUT.
 set -u
@@ -10,6 +11,9 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export PYTHONUNBUFFERED=1
 step() { echo "=== $1 $(date -u +%T)"; }
 want() { [[ " ${STEPS:-unit suite scripts truth full doctor} " == *" $1 "* ]]; }
+if [ "${1:-}" = --dry-run ]; then  # what would run and be compared, on any machine
+  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-unit suite scripts truth full doctor}"; exit 0
+fi
 if [ "${1:-}" = --cpu ]; then
   SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}; SUITE_S=${SUITE_S:-1500}
 else

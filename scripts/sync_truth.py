@@ -145,7 +145,7 @@ def _kinds(line: Line | None) -> str:
     return ", ".join(f"{n:g} {kind}" for kind, n in sorted(line.kinds.items()))
 
 
-def compare(cpu_path: Path, cuda_path: Path, markdown: Path | None) -> int:
+def compare(cpu_path: Path, cuda_path: Path, markdown: Path | None, page: Path | None = None) -> int:
     """Per run: each line's kinds (the CPU's prediction against the same rules on CUDA's real devices and pinned
     memory), and the step's waits that are runtime calls against the CUDA runtime's own sync calls in the observed
     steps (the ground truth; the profiler cannot place them by line, so they are compared per step)."""
@@ -188,6 +188,12 @@ def compare(cpu_path: Path, cuda_path: Path, markdown: Path | None) -> int:
     print(text)
     if markdown is not None:
         markdown.write_text(text)
+    if page is not None:
+        start, end = "<!-- sync-truth:start -->\n", "<!-- sync-truth:end -->"
+        head, _, rest = page.read_text().partition(start)
+        if not rest:
+            raise SystemExit(f"{page} has no {start.strip()} marker: add the two markers where the table goes")
+        page.write_text(f"{head}{start}{text}{end}{rest.partition(end)[2]}")
     return 1 if disagree else 0
 
 
@@ -209,8 +215,8 @@ def runs() -> None:
     print("scripts under perfsuite exec --steps 4 (the Result's syncs by site):")
     for name, argv in SCRIPT_RUNS.items():
         print(f"  {name}: python {' '.join(argv)}")
-    print("compared: per site, the CPU's predicted waits that are runtime calls on CUDA against CUDA's runtime sync")
-    print("calls there, and the CPU's pageable copies against CUDA's own pinned-memory check at the copy")
+    print("compared: at each line, the kinds the CPU run predicts against the same rules on CUDA's real devices and")
+    print("pinned memory; per step, the waits that are CUDA runtime calls against the runtime's own sync calls")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("compare", help="the CPU side against the CUDA side")
     m.add_argument("cpu", type=Path)
     m.add_argument("cuda", type=Path)
-    m.add_argument("--markdown", type=Path)
+    m.add_argument("--markdown", type=Path, help="write the table to this file")
+    m.add_argument("--page", type=Path, help="put the table between <!-- sync-truth:start/end --> of this page")
     args = parser.parse_args(argv)
     if args.command == "runs":
         runs()
@@ -231,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "collect":
         collect(args.paths, args.out)
         return 0
-    return compare(args.cpu, args.cuda, args.markdown)
+    return compare(args.cpu, args.cuda, args.markdown, args.page)
 
 
 if __name__ == "__main__":
