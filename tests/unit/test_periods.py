@@ -106,10 +106,10 @@ def periodic_job(every_n: int = 10) -> perfsuite.Job:
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     counter = itertools.count()
-    loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=4)
+    loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=4, pin_memory=True)
 
     def step(batch):
-        logits = model(batch.to("cpu"))
+        logits = model(batch.to("cpu", non_blocking=True))  # pinned: no wait
         loss = logits.pow(2).mean()
         opt.zero_grad()
         loss.backward()
