@@ -33,7 +33,7 @@ class Budget:
     def say(self) -> str:
         """`` (3m10s of the budget left)``, or nothing without a budget."""
         left = self.left()
-        if left is None:
+        if left is None or self.seconds is None:
             return f" ({self.elapsed():.0f}s so far)"
         return f" ({int(left // 60)}m{int(left % 60):02d}s of the {self.seconds / 60:g}-minute budget left)"
 

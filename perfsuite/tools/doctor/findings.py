@@ -136,7 +136,11 @@ def worker_count(e: Evidence, cf: Counterfactuals) -> Finding | None:
 
 
 def _best(cf: Counterfactuals, *fixes: Fix) -> Measured | Unavailable:
-    got = [cf.tried[f].measured for f in fixes if f in cf.tried and isinstance(cf.tried[f].measured, Measured)]
+    got: list[Measured] = []
+    for f in fixes:
+        m = cf.tried[f].measured if f in cf.tried else None
+        if isinstance(m, Measured):
+            got.append(m)
     return max(got, key=lambda m: m.ratio) if got else cf.measured(fixes[0])
 
 

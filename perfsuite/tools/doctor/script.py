@@ -42,7 +42,7 @@ from perfsuite.jobs.script import Script
 from perfsuite.tools.doctor.arms import more_workers
 from perfsuite.tools.doctor.budget import Budget
 from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, tried
-from perfsuite.tools.doctor.model import Counterfactuals, Fix
+from perfsuite.tools.doctor.model import Counterfactuals, Fix, Tried
 
 DEFAULT_BUDGET_MINUTES = 5.0
 
@@ -297,7 +297,7 @@ def assess_script(
     site = Site.from_dict(loader["site"]) if loader.get("site") else None
     given = dict(loader.get("given", {}))
     threads = int(loader.get("threads") or 1)
-    measured: dict[Fix, Any] = {}
+    measured: dict[Fix, Tried] = {}
     for i, cf in enumerate(chosen):
         change = cf.describe(site, given, threads)
         workers = int(cf.args["num_workers"]) if "num_workers" in cf.args else None
@@ -314,8 +314,8 @@ def assess_script(
             if not left
             else "left out to keep within --budget"
         )
-    cf = Counterfactuals(measured, dict(left or {}), none)
-    d = assess(target, results, [b.ledger for b in base], cf, usable)
+    tries = Counterfactuals(measured, dict(left or {}), none)
+    d = assess(target, results, [b.ledger for b in base], tries, usable)
     d.findings = [dataclasses.replace(f, fix=in_script_terms(f.fix, site, given)) for f in d.findings]
     if site is not None:
         d.notes.append(f"the training loader, as the script builds it: {_call(site, given)}")
