@@ -351,6 +351,7 @@ def test_recorded_contention_and_script_counterfactuals_reach_every_finding() ->
     assert known_pressure(d) == pytest.approx(1.0)
     assert "some task waited for a core 100% of the time" in kinds["busy"].evidence
     assert "8 runnable tasks per usable core" in kinds["busy"].evidence
+    assert kinds["busy"].fix.count("train.py:88") == 1  # the tried change, at its line once
     persistent = kinds["stage:worker processes"]
     assert isinstance(persistent.measured, Measured) and persistent.measured.ratio == pytest.approx(8.5 * 1.05**0.5)
     assert isinstance(kinds["busy"].measured, Measured) and kinds["busy"].measured.ratio == pytest.approx(
@@ -466,6 +467,8 @@ def test_a_loader_cost_maps_to_its_fix_even_when_the_step_hardly_waits() -> None
 def test_the_budget_keeps_the_counterfactuals_and_rounds_that_fit() -> None:
     budget = doctor.Budget(seconds=100.0, start=0.0)
     budget.elapsed = lambda: 40.0  # type: ignore[method-assign]
-    assert budget.arms_that_fit(20.0, ["a", "b", "c", "d"]) == 3 and "counterfactual d" in budget.left_out[0]
-    assert not budget.another_round(80.0, 1, 3) and "rounds 2..3 of 3" in budget.left_out[1]
-    assert budget.summary()[0].startswith("--budget 1.66667 min") or "--budget" in budget.summary()[0]
+    # 60 s left, 20 s a run: 2 rounds of (1 + n) runs after the first hold n = 1 arm; an interval needs 2 pairs.
+    assert budget.arms_that_fit(20.0, ["a", "b", "c", "d"]) == 1 and "counterfactual b" in budget.left_out[0]
+    assert doctor.Budget(None).arms_that_fit(20.0, ["a", "b"]) == 2  # no budget: all of them
+    assert not budget.another_round(80.0, 1, 3) and "rounds 2..3 of 3" in budget.left_out[-1]
+    assert budget.summary()[0] == "--budget 1.66667 min: took 0.7 min (within it)"

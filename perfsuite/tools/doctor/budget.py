@@ -37,13 +37,18 @@ class Budget:
             return f" ({self.elapsed():.0f}s so far)"
         return f" ({int(left // 60)}m{int(left % 60):02d}s of the {self.seconds / 60:g}-minute budget left)"
 
-    def arms_that_fit(self, run_s: float, names: list[str]) -> int:
-        """How many of the counterfactuals ``names`` (most telling first) fit beside the first run, each a run of
-        ``run_s``; the others are noted as left out."""
+    def arms_that_fit(self, run_s: float, names: list[str], rounds: int = 2) -> int:
+        """How many of the counterfactuals ``names`` (most telling first) fit in ``rounds`` rounds (2: the fewest
+        that give a measurement its interval) after the first run, each a run of ``run_s``; the others are noted
+        as left out. With time for one round only, as many as that round holds."""
         left = self.left()
         if left is None:
             return len(names)
-        n = min(len(names), int(left // max(run_s, 1e-3)))
+        runs = left / max(run_s, 1e-3)  # runs that fit: the first round's arms, then rounds - 1 whole rounds
+        n = int((runs - (rounds - 1)) // rounds) if rounds > 1 else int(runs)
+        if n < 1 and rounds > 1:
+            n = int(runs)  # not two rounds of even one arm: one round, each fix a ratio without an interval
+        n = max(0, min(len(names), n))
         for name in names[n:]:
             self.left_out.append(
                 f"counterfactual {name}: a run takes {run_s:.0f}s and {left:.0f}s of the budget was left"

@@ -84,7 +84,7 @@ def diagnose(
             ledgers.append(probe)
             if r == 0 and counterfactuals:  # the first run says what to try: it runs next, in this round
                 arms, why = choose_arms(spec, base[0], usable)
-                keep = budget.arms_that_fit(time.monotonic() - t0, [a.label for a in arms])
+                keep = budget.arms_that_fit(time.monotonic() - t0, [a.label for a in arms], min(2, rounds))
                 for a in arms[keep:]:
                     why[a.fix] = "left out to keep within --budget"
                 arms = arms[:keep]

@@ -259,7 +259,7 @@ def diagnose_script(
                 if r == 0:
                     site = Site.from_dict(base[0].loader["site"]) if base[0].loader.get("site") else None
                     chosen = choose(base[0], usable) if counterfactuals else []
-                    keep = budget.arms_that_fit(time.monotonic() - t0, [cf.why for cf in chosen])
+                    keep = budget.arms_that_fit(time.monotonic() - t0, [cf.why for cf in chosen], min(2, rounds))
                     left = {cf.fix: "left out to keep within --budget" for cf in chosen[keep:]}
                     chosen = chosen[:keep]
                     cf_runs = {i: [] for i in range(len(chosen))}
@@ -349,8 +349,8 @@ def in_script_terms(fix: str, site: Site | None, given: Mapping[str, Any]) -> st
             args = {
                 k.strip(): ast.literal_eval(v.strip()) for k, v in (a.split("=", 1) for a in match.group(1).split(","))
             }
-        except (ValueError, SyntaxError):
-            return f"{site} {match.group(0)}"
+        except (ValueError, SyntaxError):  # already in the script's terms (a tried change: ``2 -> 1``) or not Python
+            return match.group(0) if "->" in match.group(0) else f"{site} {match.group(0)}"
         try:
             return Override(site, args).describe(given)
         except Exception:  # noqa: BLE001 - an argument perfsuite does not set: the fix as written, at the line
