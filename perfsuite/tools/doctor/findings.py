@@ -19,6 +19,7 @@ from perfsuite.tools.doctor.model import (
     Fix,
     Measured,
     Predicted,
+    Tried,
     Unavailable,
     known,
 )
@@ -269,7 +270,16 @@ def syncs(e: Evidence) -> Finding | None:
     )
 
 
-def unjoined(cf: Counterfactuals, found: list[Finding]) -> list[Finding]:
+def _predict_tried(e: Evidence, t: Tried) -> Predicted | Unavailable:
+    """A tried fix's prediction by the model of its kind, for a fix no finding's rule named."""
+    if t.fix in (Fix.MORE_WORKERS, Fix.FEWER_WORKERS) and t.workers is not None:
+        return predict.predict_workers(e, t.workers, e.last)
+    if t.fix is Fix.PERSISTENT and "worker processes" in e.stages.by:
+        return predict.predict_cut(e, e.stages.shares["worker processes"], "worker processes")
+    return Unavailable(f"no model predicts {t.fix.value}")
+
+
+def unjoined(e: Evidence, cf: Counterfactuals, found: list[Finding]) -> list[Finding]:
     """A finding for each fix measured but joined to no rule's finding: no measurement is left out."""
     joined = {id(f.measured) for f in found}
     out = []
@@ -277,15 +287,18 @@ def unjoined(cf: Counterfactuals, found: list[Finding]) -> list[Finding]:
         if id(t.measured) in joined or not isinstance(t.measured, Measured):
             continue
         m = t.measured
-        verdict = "helps" if m.gain else "costs" if m.high is not None and m.high < 1 else "no clear effect"
+        costs = m.high is not None and m.high < 1
+        verdict = "helps" if m.gain else "costs" if costs else "no clear effect"
+        fix = t.change if m.gain else f"keep it as it is ({t.change} costs)" if costs else t.change
         out.append(
             Finding(
                 f"measured: {t.change} ({verdict})",
                 f"{t.why}; samples/s {m.ratio - 1:+.0%}{ci(m.low, m.high, '.2f') if m.low is not None else ''} over "
-                f"{m.pairs} interleaved pair(s) ({CONFIDENCE:.0%} interval on the ratio)",
-                t.change if m.gain else "keep it as it is" if verdict == "costs" else "none shown (more --rounds)",
+                f"{m.pairs} interleaved pair(s) ({CONFIDENCE:.0%} interval on the ratio)"
+                + ("" if m.gain or costs else "; no clear effect at this length: more --rounds would tell"),
+                fix,
                 "counterfactual",
-                Unavailable("no finding's model covers this change"),
+                _predict_tried(e, t),
                 m,
             )
         )
@@ -328,4 +341,4 @@ def findings(e: Evidence, cf: Counterfactuals) -> list[Finding]:
     ):
         if f is not None:
             found.append(f)
-    return rank(found + unjoined(cf, found))
+    return rank(found + unjoined(e, cf, found))
