@@ -108,6 +108,11 @@ def predict_workers(e: Evidence, k: int, result: Result) -> Predicted | Unavaila
     scaled = float(capacity) * effective_processes(k, usable) / effective_processes(now, usable)
     ceiling = result.batch_size * 1e3 / float(cached)
     rest = e.ledger.rest
+    if k < now and rest is None:
+        return Unavailable(
+            "fewer workers give back at most the loader's share of the step's wait for a core, and compute was not "
+            "told apart from that wait here (no cached-batch step fit in the window's own work)"
+        )
     if k < now and rest is not None:
         # Fewer workers give back, at most, the loader's share of the step's wait for a core ("the rest").
         busy = known(e.contention.loader_cores_busy) or 0.0
