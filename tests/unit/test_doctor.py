@@ -453,6 +453,11 @@ def test_fewer_workers_predict_back_only_the_loaders_share_of_the_wait_for_a_cor
     busy_loader = _assess([_result(cores_busy=1.5, environment=recorded_contention(0.5, 1.0))])
     got = predictions.predict_workers(busy_loader.evidence, 1, busy_loader.results[-1])
     assert isinstance(got, Predicted) and got.ratio > 1.0
+    # The cached-batch step slower than the window's own work: the wait for a core is not known, so no figure.
+    unknown = _assess([_result(cores_busy=1.5, sol=[900.0] * 5, environment=recorded_contention(0.5, 1.0))])
+    assert isinstance(unknown.evidence.ledger.compute, Unavailable)
+    got = predictions.predict_workers(unknown.evidence, 1, unknown.results[-1])
+    assert isinstance(got, Unavailable) and "not told apart" in got.reason
 
 
 def test_a_loader_cost_maps_to_its_fix_even_when_the_step_hardly_waits() -> None:
