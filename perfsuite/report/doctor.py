@@ -1,219 +1,221 @@
 """``perfsuite doctor``'s report: for people in a terminal, as markdown, as JSON, and a timeline PNG.
 
-Each renderer takes the plain dict of :meth:`perfsuite.tools.doctor.Diagnosis.to_dict`
-(one per diagnosed run), so the report knows nothing of how it was measured.
+Each renderer takes the typed :class:`perfsuite.tools.doctor.Diagnosis` (one per diagnosed run), so the
+report knows nothing of how it was measured; JSON is its :meth:`~perfsuite.tools.doctor.Diagnosis.to_dict`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfsuite.core.units import sig
+
+if TYPE_CHECKING:
+    from perfsuite.tools.doctor.diagnosis import Diagnosis
+    from perfsuite.tools.doctor.evidence import Evidence
+    from perfsuite.tools.doctor.model import Contention, Counterfactuals, Finding, Ledger, Stages, WaitBand
 
 BAR = 24
 
 
 def _bar(share: float) -> str:
-    n = max(0, min(BAR, round(share * BAR)))
-    return "#" * n
+    return "#" * max(0, min(BAR, round(share * BAR)))
 
 
-def _fmt(x: Any, spec: str = "") -> str:
+def _fmt(x: float | None) -> str:
     """Three significant digits, never an exponent (2690, not 2.69e+03): perfsuite.core.units.sig."""
     return "-" if x is None else sig(float(x))
 
 
-def _wait_line(wait: Mapping[str, Any]) -> str:
-    if not wait:
-        return "data wait: not measured"
-    ci = f"[{wait['confidence']:.0%} CI {wait['low']:.1%}..{wait['high']:.1%}, {wait['steps']} steps]"
-    verdict = wait["band"] or f"no band called: the interval spans the {wait['edge']:.0%} edge"
-    return f"data wait {wait['share']:.1%} {ci}: {verdict} (TensorFlow's bands: <5% not, 5-20% moderately, >20% highly)"
+def _wait_line(w: WaitBand) -> str:
+    interval = f"[{w.confidence:.0%} CI {w.low:.1%}..{w.high:.1%}, {w.steps} steps]"
+    verdict = w.band or f"no band called: the interval spans the {w.edge or 0:.0%} edge"
+    return f"data wait {w.share:.1%} {interval}: {verdict} (TensorFlow's bands: <5% not, 5-20% moderately, >20% highly)"
 
 
-def _ledger_lines(ledger: Mapping[str, Any]) -> list[str]:
-    if not ledger:
-        return []
-    step = ledger["step_ms"]
-    lines = [f"per-step time ledger (ms per step; the parts add up to the window's mean step of {sig(step)} ms)"]
-    sites = ledger.get("sync_sites") or {}
-    for name, ms in ledger["parts"].items():
-        share = ledger["shares"].get(name, 0.0)
+def _ledger_lines(led: Ledger) -> list[str]:
+    lines = [f"per-step time ledger (ms per step; the parts add up to the window's mean step of {sig(led.step_ms)} ms)"]
+    for name, ms in led.parts.items():
+        share = led.share(ms)
         extra = ""
-        if name in ("host syncs", "reads to Python") and ledger.get("syncs_per_step"):
-            extra = f"  {ledger['syncs_per_step']:g}/step: " + ", ".join(list(sites)[:2])
-            periodic = ledger.get("periodic_syncs") or []
-            if periodic:
+        if name == led.sync_name and led.syncs_per_step:
+            extra = f"  {led.syncs_per_step:g}/step: " + ", ".join(list(led.sync_sites)[:2])
+            if led.periodic_syncs:
                 extra += "; every N steps: " + ", ".join(
-                    f"{s['op']} at {s['site']} ({s['seen']})" for s in periodic[:2]
+                    f"{s.op} at {s.site} ({s.seen})" for s in led.periodic_syncs[:2]
                 )
         lines.append(f"  {name:<28}{sig(ms):>10} {share:>6.0%}  {_bar(share):<{BAR}}{extra}".rstrip())
-    lines += [f"  note: {n}" for n in ledger.get("notes", [])]
+    lines += [f"  note: {n}" for n in led.notes]
     return lines
 
 
-def _efficiency_lines(diag: Mapping[str, Any]) -> list[str]:
-    eff = diag.get("input_efficiency") or {}
-    cached = diag.get("cached_batch") or {}
-    lines = []
-    if eff.get("available"):
-        left = " (periodic work left out)" if eff.get("periodic_left_out") else ""
+def _efficiency_lines(e: Evidence) -> list[str]:
+    from perfsuite.tools.doctor.model import CachedBatch, Unavailable
+
+    eff, cached, lines = e.efficiency, e.cached, []
+    if isinstance(eff, Unavailable):
+        lines.append(f"input efficiency: unavailable ({eff.reason})")
+    else:
+        left = " (periodic work left out)" if eff.periodic_left_out else ""
         lines.append(
-            f"input efficiency {eff['value']:.2f} [{eff['confidence']:.0%} CI {eff['low']:.2f}..{eff['high']:.2f}, "
-            f"over {eff['runs']} run(s) and their steps]: the cached-batch step over the steady step{left}"
-            + (f"; {eff['caveat']}" if eff.get("caveat") else "")
+            f"input efficiency {eff.value:.2f} [{eff.confidence:.0%} CI {eff.low:.2f}..{eff.high:.2f}, over {eff.runs} "
+            f"run(s) and their steps]: the cached-batch step over the steady step{left}"
+            + (f"; {eff.caveat}" if eff.caveat else "")
         )
-    elif eff:
-        lines.append(f"input efficiency: unavailable ({eff.get('reason')})")
-    if cached.get("available"):
+    if isinstance(cached, CachedBatch):
         lines.append(
-            f"fed a cached batch the step takes {cached['cached_ms']:.3g} ms [{cached['confidence']:.0%} CI "
-            f"{cached['cached_low']:.3g}..{cached['cached_high']:.3g}]: the input (waiting for batches, and the "
-            f"loader's share of the cores) costs {cached['saves_ms']:.3g} ms/step [{cached['saves_low']:.3g}.."
-            f"{cached['saves_high']:.3g}]"
+            f"fed a cached batch the step takes {cached.cached_ms:.3g} ms [{cached.confidence:.0%} CI "
+            f"{cached.cached_low:.3g}..{cached.cached_high:.3g}]: the input (waiting for batches, and the "
+            f"loader's share of the cores) costs {cached.saves_ms:.3g} ms/step [{cached.saves_low:.3g}.."
+            f"{cached.saves_high:.3g}]"
         )
     return lines
 
 
-def _contention_line(c: Mapping[str, Any]) -> list[str]:
-    if not c:
-        return []
+def _contention_line(c: Contention) -> list[str]:
+    from perfsuite.tools.doctor.model import known
+
     figures = []
-    if c.get("cpu_pressure") is not None:
-        figures.append(f"CPU pressure {c['cpu_pressure']:.0%} (some task waited for a core)")
-    if c.get("run_queue_per_core") is not None:
-        figures.append(f"{c['run_queue_per_core']:.2g} runnable tasks per usable core")
-    if c.get("steal") is not None:
-        figures.append(f"steal {c['steal']:.1%}")
-    if c.get("loader_cores_busy") is not None:
-        figures.append(f"the loader kept {c['loader_cores_busy']:.2f} of {c['usable_cores']} core(s) busy")
+    pressure, queue, foreign, busy = (
+        known(c.cpu_pressure),
+        known(c.runqueue_per_core),
+        known(c.foreign),
+        known(c.loader_cores_busy),
+    )
+    if pressure is not None:
+        figures.append(f"CPU pressure {pressure:.0%} (some task waited for a core)")
+    if queue is not None:
+        figures.append(f"{queue:.2g} runnable tasks per usable core")
+    if foreign is not None:
+        figures.append(f"other processes and steal {foreign:.0%} of the usable cores")
+    if busy is not None:
+        figures.append(f"the loader kept {busy:.2f} of {c.usable_cores} core(s) busy")
     if not figures:
-        return []
-    return [f"machine over the runs: {', '.join(figures)} ({c.get('source')})"]
+        return ["machine over the runs: not recorded (no run recorded its contention)"]
+    return [f"machine over the runs: {', '.join(figures)} ({c.source})"]
 
 
-def _counterfactual_lines(cfs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _counterfactual_lines(cf: Counterfactuals) -> list[str]:
+    from perfsuite.tools.doctor.model import Measured
+
     lines = []
-    for key, cf in cfs.items():
-        if cf.get("pairs"):
-            ci = f" [{cf['low']:.2f}..{cf['high']:.2f}]" if cf.get("low") is not None else ""
-            lines.append(f"  {cf['label']}: samples/s x{cf['ratio']:.2f}{ci}, {cf['pairs']} interleaved pair(s)")
-        elif cf.get("reason"):
-            lines.append(f"  {key}: not tried ({cf['reason']})")
+    for t in cf.tried.values():
+        m = t.measured
+        if isinstance(m, Measured):
+            interval = f" [{m.low:.2f}..{m.high:.2f}]" if m.low is not None and m.high is not None else ""
+            marked = f" (contended: {m.contended})" if m.contended else ""
+            lines.append(f"  {t.label}: samples/s x{m.ratio:.2f}{interval}, {m.pairs} interleaved pair(s){marked}")
+        else:
+            lines.append(f"  {t.label}: {m.reason}")
+    lines += [f"  {fix.value}: not tried ({reason})" for fix, reason in cf.not_tried.items()]
     return ["counterfactuals (each fix run interleaved with the job as it is)", *lines] if lines else []
 
 
-def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
-    if not stages:
-        return []
-    if not stages.get("available"):
-        return [f"loader stages: unavailable ({stages.get('reason')})"]
+def _stage_lines(s: Stages) -> list[str]:
+    if not s.available:
+        return [f"loader stages: unavailable ({s.unavailable})"]
     head = (
-        f"loader: CPU ms per sample by stage, num_workers={stages.get('num_workers')}, capacity "
-        f"{_fmt(stages.get('capacity_samples_per_s'))} samples/s from the stages"
+        f"loader: CPU ms per sample by stage, num_workers={s.num_workers}, capacity {_fmt(s.capacity)} samples/s "
+        "from the stages"
     )
-    if stages.get("capacity_after_overhead"):
-        head += f", {sig(stages['capacity_after_overhead'])} after the worker processes' overhead"
-    if stages.get("headroom") is not None:
-        head += f", headroom x{stages['headroom']:.2f} against {stages.get('demand')}"
-    elif stages.get("headroom_reason"):
-        head += f", headroom unavailable ({stages['headroom_reason']})"
+    if s.capacity_after_overhead:
+        head += f", {sig(s.capacity_after_overhead)} after the worker processes' overhead"
+    if s.headroom is not None:
+        head += f", headroom x{s.headroom:.2f} against {s.demand}"
+    elif s.headroom_reason:
+        head += f", headroom unavailable ({s.headroom_reason})"
     lines = [head]
-    if stages.get("overhead_note"):
-        lines.append(f"  note: {stages['overhead_note']}")
-    if stages.get("reconcile"):
-        lines.append(f"  {stages['reconcile']}")
-    for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
-        share = stages["shares"].get(name, 0.0)
-        lines.append(f"  {name:<20}{sig(ms):>10} {share:>6.0%}  {stages['code'].get(name, '')}")
-    if stages.get("main_load_ms_per_step") is not None:
-        lines.append(
-            f"  the training process spends {sig(stages['main_load_ms_per_step'])} ms of CPU per step in next(loader)"
-        )
+    if s.overhead_note:
+        lines.append(f"  note: {s.overhead_note}")
+    if s.reconcile:
+        lines.append(f"  {s.reconcile}")
+    for name, ms in s.by.items():
+        lines.append(f"  {name:<20}{sig(ms):>10} {s.shares.get(name, 0.0):>6.0%}  {s.code.get(name, '')}")
+    if s.main_load_ms_per_step is not None:
+        lines.append(f"  the training process spends {sig(s.main_load_ms_per_step)} ms of CPU per step in next(loader)")
     return lines
 
 
-def _finding_lines(findings: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = ["findings"]
+def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+    lines = ["findings (measured gains first, then the bottleneck, then by predicted gain)"]
     for i, f in enumerate(findings, 1):
-        lines.append(f" {i}. {f['title']}")
-        lines.append(f"    evidence: {f['evidence']}")
-        lines.append(f"    fix: {f['fix']}")
-        if f.get("effect"):
-            lines.append(f"    gain: {f['effect']}")
+        lines += [f" {i}. {f.title}", f"    evidence: {f.evidence}", f"    fix: {f.fix}", f"    gain: {f.effect}"]
     return lines
 
 
-def format_terminal(diag: Mapping[str, Any]) -> str:
-    """The report for people: the bottleneck first, then the ledger, the loader's stages, the findings."""
-    knobs = diag.get("knobs", {})
-    workers = knobs.get("num_workers")
+def format_terminal(d: Diagnosis) -> str:
+    """The report for people: the headline first, then the ledger, the loader's stages, the findings."""
+    e = d.evidence
+    workers = e.last.knobs.get("num_workers")
     lines = [
-        f"perfsuite doctor: {diag['target']} ({diag.get('workload')}) on {diag['device']}, {diag['rounds']} run(s)"
+        f"perfsuite doctor: {d.target} ({e.last.workload}) on {d.device}, {d.rounds} run(s)"
         + (f", num_workers={workers}" if workers is not None else ""),
-        f"bottleneck: {diag['bottleneck']}",
+        f"bottleneck: {d.bottleneck}",
         "",
-        *_ledger_lines(diag.get("ledger", {})),
-        _wait_line(diag.get("wait", {})),
-        *_efficiency_lines(diag),
-        *_contention_line(diag.get("contention", {})),
+        *_ledger_lines(e.ledger),
+        _wait_line(e.wait),
+        *_efficiency_lines(e),
+        *_contention_line(e.contention),
         "",
-        *_stage_lines(diag.get("stages", {})),
+        *_stage_lines(e.stages),
         "",
-        *_counterfactual_lines(diag.get("counterfactuals", {})),
+        *_counterfactual_lines(d.counterfactuals),
         "",
-        *_finding_lines(diag.get("findings", [])),
+        *_finding_lines(d.findings),
     ]
-    if diag.get("counterfactuals_reason"):
-        lines.append(f"counterfactuals: none run ({diag['counterfactuals_reason']})")
-    lines += [f"note: {n}" for n in diag.get("notes", [])]
-    lines += [diag["contention_runs"]] if diag.get("contention_runs") else []  # judge.contention.session_line
-    return "\n".join(lines)
+    if d.counterfactuals.none:
+        lines.append(f"counterfactuals: none run ({d.counterfactuals.none})")
+    lines += [f"note: {n}" for n in d.notes]
+    lines += [f"budget: {b}" for b in d.budget]
+    from perfsuite.judge.contention import session_line
+
+    runs = session_line({f"run {i + 1}": r for i, r in enumerate(d.results)})
+    return "\n".join(lines + ([runs] if runs else []))
 
 
 def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def format_markdown(diags: Sequence[Mapping[str, Any]]) -> str:
+def format_markdown(diags: Sequence[Diagnosis]) -> str:
     """One section per diagnosed run, for a PR comment or a ticket."""
     out = ["# perfsuite doctor", ""]
     for d in diags:
-        out += [f"## {_md(d['target'])}", "", f"**Bottleneck:** {_md(d['bottleneck'])}", ""]
-        ledger = d.get("ledger") or {}
-        if ledger:
-            out += ["| part of the step | ms/step | share |", "|---|---:|---:|"]
-            for name, ms in ledger["parts"].items():
-                out.append(f"| {name} | {sig(ms)} | {ledger['shares'].get(name, 0.0):.0%} |")
-            out.append(f"| **step** | {sig(ledger['step_ms'])} | 100% |")
-            out.append("")
-        out += [_md(_wait_line(d.get("wait", {}))), ""]
-        out += [f"{_md(x)}  " for x in [*_efficiency_lines(d), *_contention_line(d.get("contention", {}))]]
+        e = d.evidence
+        out += [f"## {_md(d.target)}", "", f"**Bottleneck:** {_md(d.bottleneck)}", ""]
+        out += ["| part of the step | ms/step | share |", "|---|---:|---:|"]
+        for name, ms in e.ledger.parts.items():
+            out.append(f"| {name} | {sig(ms)} | {e.ledger.share(ms):.0%} |")
+        out += [f"| **step** | {sig(e.ledger.step_ms)} | 100% |", ""]
+        out += [_md(_wait_line(e.wait)), ""]
+        out += [f"{_md(x)}  " for x in [*_efficiency_lines(e), *_contention_line(e.contention)]]
         out.append("")
-        stages = d.get("stages") or {}
-        if stages.get("available"):
+        if e.stages.available:
             out += ["| loader stage | CPU ms/sample | share | code |", "|---|---:|---:|---|"]
-            for name, ms in sorted(stages["by"].items(), key=lambda kv: -kv[1]):
-                code = _md(stages["code"].get(name, ""))
-                out.append(f"| {name} | {sig(ms)} | {stages['shares'].get(name, 0):.0%} | {code} |")
+            for name, ms in e.stages.by.items():
+                code = _md(e.stages.code.get(name, ""))
+                out.append(f"| {name} | {sig(ms)} | {e.stages.shares.get(name, 0):.0%} | {code} |")
             out.append("")
-        for i, f in enumerate(d.get("findings", []), 1):
-            out.append(f"{i}. **{_md(f['title'])}**: {_md(f['evidence'])}. Fix: `{_md(f['fix'])}`.")
-            if f.get("effect"):
-                out.append(f"   Gain: {_md(f['effect'])}.")
-        out += [f"> {_md(n)}" for n in d.get("notes", [])]
+        out += ["| # | finding | fix | predicted | measured |", "|---|---|---|---|---|"]
+        for i, f in enumerate(d.findings, 1):
+            predicted, _, measured = f.effect.partition("; measured")
+            out.append(
+                f"| {i} | **{_md(f.title)}**: {_md(f.evidence)} | `{_md(f.fix)}` | {_md(predicted)} | "
+                f"{_md('measured' + measured)} |"
+            )
+        out += [f"> {_md(n)}" for n in [*d.notes, *d.budget]]
         out.append("")
     return "\n".join(out)
 
 
-def to_json(diags: Sequence[Mapping[str, Any]]) -> str:
-    return json.dumps({"schema": 1, "diagnoses": list(diags)}, indent=2, default=str) + "\n"
+def to_json(diags: Sequence[Diagnosis]) -> str:
+    return json.dumps({"schema": 2, "diagnoses": [d.to_dict() for d in diags]}, indent=2, default=str) + "\n"
 
 
-def write_png(diags: Sequence[Mapping[str, Any]], path: Path | str) -> Path:
+def write_png(diagnoses: Sequence[Diagnosis], path: Path | str) -> Path:
     """A timeline per diagnosed run: the window's steps with the data wait shaded, the loader's busy cores
     (NVML utilisation on top on a GPU), and the observed steps with their syncs and copies shaded."""
     import matplotlib
@@ -223,6 +225,7 @@ def write_png(diags: Sequence[Mapping[str, Any]], path: Path | str) -> Path:
 
     from perfsuite.core.tmpfiles import write_bytes_atomic
 
+    diags = [d.to_dict() for d in diagnoses]
     rows = len(diags)
     fig, axes = plt.subplots(rows, 2, figsize=(13, 3.2 * rows), squeeze=False, gridspec_kw={"width_ratios": [3, 1]})
     for (ax, obs), d in zip(axes, diags):
