@@ -296,6 +296,12 @@ class SampleAdapter:
         """The recorded samples' masks, ``[B, H, W]``: what to call this adapter with."""
         return np.stack([np.asarray(mask_hw(itf.mask)) for itf in self.interfaces])
 
+    def call_sample(self, images: np.ndarray, k: int, seed: int) -> Any:
+        """The transform's raw return for sample ``k`` of one adapter call under ``seed`` (a replay gives the same)."""
+        itf = self.interfaces[k]
+        with seeded(seed * 1_000_003 + k):
+            return itf.call(self.transform, _painted_like(images[k], itf.image))
+
     def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
         if len(images) != len(self.interfaces):
             raise AugmentationError(f"SampleAdapter holds {len(self.interfaces)} recorded samples; got {len(images)}")
@@ -304,9 +310,7 @@ class SampleAdapter:
         dtype_in = dtype_out = ""
         for k, itf in enumerate(self.interfaces):
             dtype_in = str(np.asarray(mask_hw(itf.mask)).dtype)
-            with seeded(seed * 1_000_003 + k):
-                out = itf.call(self.transform, _painted_like(images[k], itf.image))
-            image_out, mask_out = itf.result(out)
+            image_out, mask_out = itf.result(self.call_sample(images, k, seed))
             if _kind(image_out) is None or _kind(mask_out) is None:
                 raise CannotAdapt(
                     f"the transform returned image {_describe(image_out)} and mask {_describe(mask_out)}; perfsuite "
