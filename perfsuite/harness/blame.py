@@ -25,7 +25,7 @@ import numpy as np
 
 from perfsuite.augment.painting import encode, palette_for
 from perfsuite.augment.sample_adapter import SampleAdapter, _is_mask, mask_hw
-from perfsuite.harness.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code
+from perfsuite.harness.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code, qualname
 
 Pairs = tuple[tuple[int, int], ...]
 CAUSES = ("missing swap", "swap without flip")
@@ -84,6 +84,19 @@ def _as_mask(value: Any) -> np.ndarray | None:
     return arr if arr.ndim == 2 else None
 
 
+def _masks_in(local: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The frame's locals, and the values of its dicts, lists and tuples (a ``**data`` holds ``data['mask']``)."""
+    out: list[tuple[str, Any]] = []
+    for name, value in local.items():
+        if isinstance(value, dict):
+            out += [(f"{name}[{k!r}]", v) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)) and len(value) <= 8:
+            out += [(f"{name}[{k}]", v) for k, v in enumerate(value)]
+        else:
+            out.append((name, value))
+    return out
+
+
 class _Lines:
     """The settrace function: in the user's frames, each mask local compared with the frame's earlier masks."""
 
@@ -100,7 +113,7 @@ class _Lines:
     def _local(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
         last, masks = self.state.get(id(frame), ([frame.f_lineno], {}))
         if event in ("line", "return") and not self.found:
-            for name, value in list(frame.f_locals.items()):
+            for name, value in _masks_in(frame.f_locals):
                 arr = _as_mask(value)
                 if arr is None:
                     continue
@@ -110,7 +123,7 @@ class _Lines:
                 for _, before in masks.values():
                     pairs = did_it(self.cause, before, arr, self.pairs)
                     if pairs:
-                        self.found.append(Found(Site(frame.f_code.co_filename, last[0], frame.f_code.co_qualname), pairs))
+                        self.found.append(Found(Site(frame.f_code.co_filename, last[0], qualname(frame.f_code)), pairs))
                         break
                 masks[name] = (id(value), arr.copy())
         last[0] = frame.f_lineno
@@ -119,9 +132,11 @@ class _Lines:
         return self._local
 
 
-def locate(adapter: SampleAdapter, masks: np.ndarray, seed: int, sample: int, cause: str, pairs: Pairs) -> Found | None:
+def locate(
+    adapter: SampleAdapter, masks: np.ndarray, seed: int, sample: int | None, cause: str | None, pairs: Pairs
+) -> Found | None:
     """Replay sample ``sample`` of ``adapter(encode(masks), masks, seed)`` and find the step that did ``cause``."""
-    if cause not in CAUSES or not pairs:
+    if sample is None or cause not in CAUSES or not pairs:
         return None
     found: list[Found] = []
 
@@ -136,7 +151,7 @@ def locate(adapter: SampleAdapter, masks: np.ndarray, seed: int, sample: int, ca
         if before is not None and after is not None:
             hit = did_it(cause, before, after, pairs)
             if hit:
-                found.append(Found(Site(call.code.co_filename, call.returned_line, call.code.co_qualname), hit))
+                found.append(Found(Site(call.code.co_filename, call.returned_line, qualname(call.code)), hit))
 
     images = encode(masks, palette_for(masks))
     profiler = _Profiler(Seen("replay", sample), watch)

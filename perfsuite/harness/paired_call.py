@@ -36,9 +36,18 @@ from perfsuite.augment.sample_adapter import (
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
 _LIBRARIES = tuple(
-    {str(Path(p).resolve()) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(k))}
+    {
+        str(Path(p).resolve()) + os.sep
+        for k in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_paths().get(k))
+    }
 )
 CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def qualname(code: CodeType) -> str:
+    """The function's qualified name (``HorizontalFlip.__call__``; its bare name on Python 3.10)."""
+    return str(getattr(code, "co_qualname", code.co_name))
 
 
 def is_perfsuite(filename: str) -> bool:
@@ -86,13 +95,19 @@ class PairedCall:
             module, function = wanted.split(":", 1)
             stem = Path(self.defined.file).stem
             in_module = module in (self.module, stem) or self.module.endswith("." + module)
-            return in_module and function in (self.code.co_qualname, self.code.co_name)
+            return in_module and function in (qualname(self.code), self.code.co_name)
         return wanted in _words(self.name) or wanted == self.code.co_name
 
 
 def _words(name: str) -> set[str]:
-    head = name.split(" (", 1)[0]
-    return {head, head.rsplit(".", 1)[-1], head.rsplit(":", 1)[-1]}
+    """The names ``--transform`` may give for a call named ``FaceMask.trans_train (Compose.__call__)``: the
+    attribute (``trans_train``, ``FaceMask.trans_train``) or the class whose ``__call__`` runs (``Compose``)."""
+    head, _, inner = name.partition(" (")
+    words = {head, head.rsplit(".", 1)[-1], head.rsplit(":", 1)[-1]}
+    for part in (head, inner.rstrip(")")):
+        if part.endswith(".__call__"):
+            words.add(part[: -len(".__call__")])
+    return words
 
 
 @dataclass
@@ -220,10 +235,15 @@ class _Profiler:
         if is_perfsuite(code.co_filename) or code.co_name.startswith("<") and code.co_name != "<lambda>":
             return _Open(frame, depth, None)
         positional, keywords = _arguments(frame)
-        if depth >= 1 and self.stack[-1].frame.f_code.co_name == "__getitem__" and len(self.seen.direct) < 12:
+        if (
+            depth >= 1
+            and self.stack[-1].frame.f_code.co_name == "__getitem__"
+            and is_user_code(code.co_filename)
+            and len(self.seen.direct) < 12
+        ):
             shown = [_describe(v) for v in positional[1 if code.co_varnames[:1] == ("self",) else 0 :]]
             shown += [f"{k}={_describe(v)}" for k, v in keywords.items()]
-            self.seen.direct.append(f"{code.co_qualname}({', '.join(shown)})")
+            self.seen.direct.append(f"{qualname(code)}({', '.join(shown)})")
         if not _has_image_like(iter([*positional, *keywords.values()])):
             return _Open(frame, depth, None)
         guess = positional[1:] if code.co_varnames[:1] in (("self",), ("cls",)) else positional
@@ -245,17 +265,17 @@ class _Profiler:
             {k: _copied(v) if _image_like(v) else v for k, v in keywords.items()},
         )
         caller = frame.f_back
-        called_from = Site(caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_qualname) if caller else None
+        called_from = Site(caller.f_code.co_filename, caller.f_lineno, qualname(caller.f_code)) if caller else None
         module = str(frame.f_globals.get("__name__", "?"))
         dataset, holder = _holder(caller, bound, fn)
-        what = f"{type(bound).__name__}.__call__" if code.co_name == "__call__" else code.co_qualname
+        what = f"{type(bound).__name__}.__call__" if code.co_name == "__call__" else qualname(code)
         if holder is not None:
             name = holder if holder.endswith("." + code.co_name) else f"{holder} ({what})"
         elif bound is None:
-            name = f"{Path(code.co_filename).stem if module == '__main__' else module}:{code.co_qualname}"
+            name = f"{Path(code.co_filename).stem if module == '__main__' else module}:{qualname(code)}"
         else:
             name = what
-        site = Site(code.co_filename, code.co_firstlineno, code.co_qualname)
+        site = Site(code.co_filename, code.co_firstlineno, qualname(code))
         return _Open(frame, depth, PairedCall(fn, code, copied, depth, site, called_from, name, module, dataset))
 
     def _leave(self, call: PairedCall, returned: Any, frame: FrameType) -> None:
@@ -303,8 +323,7 @@ def choose(seen: Seen, wanted: str | None) -> PairedCall:
             why = "calls made in __getitem__: " + (", ".join(seen.direct) or "none")
         raise CannotAdapt(
             f"{seen.dataset}[{seen.index}] made no call that takes an image and a mask together and returns them "
-            f"together ({why}); name it with --transform NAME (an attribute, or module:function), or "
-            + ADAPTER_ADVICE
+            f"together ({why}); name it with --transform NAME (an attribute, or module:function), or " + ADAPTER_ADVICE
         )
     return chosen
 

@@ -152,8 +152,10 @@ def check_dataset_transform(
     groups: dict[tuple[int, ...], list[tuple[int, Interface]]] = {}
     for i, interface in recorded:  # samples of one mask size are checked as a batch: sub-pixel fits pool them
         groups.setdefault(np.asarray(mask_hw(interface.mask)).shape, []).append((i, interface))
+    fn = chosen.fn
+    assert fn is not None, "choose() returns only a call it can make again"
     adapters = [
-        ([i for i, _ in group], SampleAdapter(chosen.fn, [itf for _, itf in group], space.flip_map))
+        ([i for i, _ in group], SampleAdapter(fn, [itf for _, itf in group], space.flip_map))
         for group in groups.values()
     ]
 
@@ -171,7 +173,7 @@ def check_dataset_transform(
                     out = _where(indices_, seed, err, mode)
                     if log is not None and err.sample is not None and err.cause:
                         log(f"replaying dataset[{indices_[err.sample]}], seed {seed}, to find the line that did it")
-                    found = locate(adapter, masks, seed, err.sample, err.cause, pairs) if err.sample is not None else None
+                    found = locate(adapter, masks, seed, err.sample, err.cause, pairs)
                     out.where = fix_text(err.cause or err.prop, found, chosen)
                     raise out from None
         report.passes.append(mode)
