@@ -126,7 +126,20 @@ class Interface:
 
     def call(self, fn: Callable, image: Any) -> Any:
         """Call ``fn`` as the Dataset did, with ``image`` in place of the real one (the mask copied)."""
-        mask = self.mask.copy() if hasattr(self.mask, "copy") else self.mask.clone()
+        return self.call_with(fn, image, self.mask.copy() if hasattr(self.mask, "copy") else self.mask.clone())
+
+    def pack(self, image: Any, mask: Any) -> Any:
+        """``image`` and ``mask`` laid out as this call's input was, so :meth:`result` reads them back."""
+        if self.style in ("dict", "kwargs"):
+            out = dict(self.args[0]) if self.style == "dict" else {}
+            out[self.image_at], out[self.mask_at] = image, mask
+            return out
+        items: list[Any] = [None] * (max(self.image_at, self.mask_at) + 1)
+        items[self.image_at], items[self.mask_at] = image, mask
+        return tuple(items)
+
+    def call_with(self, fn: Callable, image: Any, mask: Any) -> Any:
+        """Call ``fn`` as the Dataset did, with ``image`` and ``mask`` in place of the real ones."""
         if self.style == "dict":
             sample = dict(self.args[0])
             sample[self.image_at], sample[self.mask_at] = image, mask
@@ -151,7 +164,13 @@ class Interface:
                 return out[keys[0]], out[keys[1]]
         if isinstance(out, (tuple, list)) and len(out) >= 2:
             at = (self.image_at, self.mask_at) if self.style in ("tuple", "args") else (0, 1)
-            return out[at[0]], out[at[1]]
+            if all(isinstance(a, int) and a < len(out) for a in at):
+                return out[at[0]], out[at[1]]
+        if isinstance(out, (dict, tuple, list)):  # another container than it got: one image and one mask in it
+            values = out if isinstance(out, dict) else dict(enumerate(out))
+            picked = _pick(values)
+            if picked is not None:
+                return values[picked[0]], values[picked[1]]
         got = f"dict with keys {sorted(map(str, out))}" if isinstance(out, dict) else type(out).__name__
         raise CannotAdapt(
             f"the transform is called as {self.describe()} but returned {got}, with no image and mask where its "

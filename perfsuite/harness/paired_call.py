@@ -19,9 +19,9 @@ import os
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType, FrameType, MethodType
 from typing import Any
 
 from perfsuite.augment.sample_adapter import (
@@ -86,6 +86,8 @@ class PairedCall:
     name: str  # how the report names it: FaceMask.trans_train (Compose.__call__), face_dataset:augment
     module: str
     dataset: str  # the class of the Dataset whose __getitem__ made the call
+    parent: int = 0  # the serial of the frame that made the call (siblings share it)
+    inside: str | None = None  # an enclosing call that got the image and mask but is none perfsuite adapts
     returned: Any = None  # what it returned (the replay reads the mask it gave)
     returned_line: int = 0  # the line it returned from
 
@@ -115,6 +117,40 @@ class _Open:
     frame: FrameType
     depth: int
     call: PairedCall | None
+    serial: int = 0
+    refused: str | None = None  # it got an image and a mask, in a layout perfsuite does not adapt (why)
+
+
+def _ambiguous(values: list[Any]) -> bool:
+    """Some image and some mask among the arguments (and in their dicts, lists, tuples)."""
+    flat: list[Any] = []
+    for v in values:
+        if isinstance(v, dict):
+            flat += list(v.values())
+        elif isinstance(v, (list, tuple)) and len(v) < 16:
+            flat += list(v)
+        else:
+            flat.append(v)
+    return any(_is_image(v) for v in flat) and any(_is_mask(v) and not _is_image(v) for v in flat)
+
+
+class Chain:
+    """Paired calls one caller makes in turn (``img, lb = self.resize(img, lb); img, lb = self.aug(img, lb)``):
+    checked as one transform, each call given what the one before returned."""
+
+    def __init__(self, calls: list[PairedCall]) -> None:
+        self.calls = calls
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        first = self.calls[0]
+        assert first.fn is not None
+        out = first.fn(*args, **kwargs)
+        for before, call in zip(self.calls, self.calls[1:]):
+            assert call.fn is not None
+            image, mask = before.interface.result(out)
+            out = call.interface.call_with(call.fn, image, mask)
+        image, mask = self.calls[-1].interface.result(out)
+        return first.interface.pack(image, mask)
 
 
 def _arguments(frame: FrameType) -> tuple[list[Any], dict[str, Any]]:
@@ -150,6 +186,8 @@ def _callable_of(frame: FrameType, positional: list[Any]) -> tuple[Callable[...,
     if getattr(glob, "__code__", None) is code:
         return glob, positional, None
     functions = [r for r in gc.get_referrers(code) if inspect.isfunction(r) and r.__code__ is code]
+    if len(functions) == 1 and positional and code.co_varnames[:1] == ("self",):  # super().__call__(...)
+        return MethodType(functions[0], positional[0]), positional[1:], positional[0]
     if len(functions) == 1:
         return functions[0], positional, None
     return None, positional, None
@@ -220,6 +258,7 @@ class _Profiler:
     def __init__(self, seen: Seen, watch: Callable[[PairedCall, FrameType], None] | None = None) -> None:
         self.seen, self.watch = seen, watch
         self.stack: list[_Open] = []
+        self.serial = 0
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
@@ -230,6 +269,21 @@ class _Profiler:
                 self._leave(opened.call, arg, frame)
 
     def _enter(self, frame: FrameType) -> _Open:
+        self.serial += 1
+        opened = self._open(frame)
+        opened.serial = self.serial
+        return opened
+
+    def _inside(self) -> str | None:
+        """Why the outermost enclosing call (below ``__getitem__``) that got the image and mask is not adapted."""
+        why = None
+        for opened in reversed(self.stack):
+            if opened.frame.f_code.co_name == "__getitem__":
+                break
+            why = opened.refused or why
+        return why
+
+    def _open(self, frame: FrameType) -> _Open:
         depth = len(self.stack)
         code = frame.f_code
         if is_perfsuite(code.co_filename) or code.co_name.startswith("<") and code.co_name != "<lambda>":
@@ -249,8 +303,9 @@ class _Profiler:
         guess = positional[1:] if code.co_varnames[:1] in (("self",), ("cls",)) else positional
         try:  # the cheap test first: most calls with an array argument are no paired transform
             interface = interface_of(tuple(guess), dict(keywords))
-        except CannotAdapt:
-            return _Open(frame, depth, None)
+        except CannotAdapt as exc:
+            refused = str(exc) if _ambiguous([*guess, *keywords.values()]) else None
+            return _Open(frame, depth, None, refused=refused)
         fn, args, bound = _callable_of(frame, positional)
         if len(args) != len(guess):
             try:
@@ -276,7 +331,9 @@ class _Profiler:
         else:
             name = what
         site = Site(code.co_filename, code.co_firstlineno, qualname(code))
-        return _Open(frame, depth, PairedCall(fn, code, copied, depth, site, called_from, name, module, dataset))
+        parent = self.stack[-1].serial if self.stack else 0
+        call = PairedCall(fn, code, copied, depth, site, called_from, name, module, dataset, parent, self._inside())
+        return _Open(frame, depth, call)
 
     def _leave(self, call: PairedCall, returned: Any, frame: FrameType) -> None:
         try:
@@ -305,7 +362,8 @@ def trace_item(dataset: Any, index: int, watch: Callable[..., None] | None = Non
 
 
 def choose(seen: Seen, wanted: str | None) -> PairedCall:
-    """The transform: the outermost paired call, or the one ``--transform`` names. CannotAdapt says what was seen."""
+    """The transform: the outermost paired call (the calls its caller makes in turn at that depth, chained), or the
+    one ``--transform`` names. CannotAdapt says what was seen."""
     if wanted is not None:
         named = [c for c in seen.paired if c.matches(wanted)]
         if named and min(named, key=lambda c: c.depth).fn is not None:
@@ -315,19 +373,40 @@ def choose(seen: Seen, wanted: str | None) -> PairedCall:
             f"--transform {wanted}: no call of that name inside {seen.dataset}[{seen.index}] took the image and the "
             f"mask together and returned them together; the calls that did: {shown}"
         )
-    chosen = seen.outermost()
-    if chosen is None or chosen.fn is None:
-        if chosen is not None:
-            why = f"{chosen.name} ({chosen.defined}) took and returned both, but perfsuite cannot call it again"
+    first = seen.outermost()
+    if first is not None and first.inside is not None:
+        raise CannotAdapt(
+            f"{first.inside.split('; ' + ADAPTER_ADVICE)[0]}; inside it, {first.name} takes and returns the image and "
+            f"mask, but checking it alone would leave out the rest: name it with --transform {_short(first)} to "
+            "check that step alone, or " + ADAPTER_ADVICE
+        )
+    turn = [c for c in seen.paired if first is not None and c.depth == first.depth and c.parent == first.parent]
+    if first is None or any(c.fn is None for c in turn):
+        if first is not None:
+            bad = next(c for c in turn if c.fn is None)
+            why = f"{bad.name} ({bad.defined}) took and returned both, but perfsuite cannot call it again"
         else:
             why = "calls made in __getitem__: " + (", ".join(seen.direct) or "none")
         raise CannotAdapt(
             f"{seen.dataset}[{seen.index}] made no call that takes an image and a mask together and returns them "
             f"together ({why}); name it with --transform NAME (an attribute, or module:function), or " + ADAPTER_ADVICE
         )
-    return chosen
+    if len(turn) == 1:
+        return first
+    return replace(first, fn=Chain(turn), name=" -> ".join(c.name for c in turn))
+
+
+def _short(call: PairedCall) -> str:
+    """The shortest name ``--transform`` takes for ``call`` (its attribute or class, never ``__call__``)."""
+    return sorted((w for w in _words(call.name) if not w.startswith("__")), key=len)[0]
 
 
 def others(seen: Seen, chosen: PairedCall) -> list[str]:
-    """The other paired calls at the chosen one's depth (siblings the choice left out), for the report."""
-    return list(dict.fromkeys(c.name for c in seen.paired if c.depth == chosen.depth and c.code is not chosen.code))
+    """The other paired calls at the chosen one's depth, made by another caller (left out), for the report."""
+    return list(
+        dict.fromkeys(
+            c.name
+            for c in seen.paired
+            if c.depth == chosen.depth and c.parent != chosen.parent and c.code is not chosen.code
+        )
+    )

@@ -291,3 +291,57 @@ def test_when_no_call_takes_and_returns_both_it_says_what_was_seen() -> None:
     assert "ImageOnly[0] made no call that takes an image and a mask together" in message
     assert "FaceBase.load(int)" in message and "ImageOnly.__init__.<locals>.<lambda>(PIL RGB 40x40)" in message
     assert "\n" not in message
+
+
+class FaceInTurn(FaceBase):
+    """Two paired calls in turn in __getitem__: both are the transform (checked as a chain)."""
+
+    def __init__(self, swap: bool) -> None:
+        super().__init__(swap)
+        self.crop = lambda im, lb: (im.crop((2, 2, 38, 38)), lb.crop((2, 2, 38, 38)))
+
+    def __getitem__(self, i: int) -> tuple:
+        img, label = self.load(i)
+        img, label = self.crop(img, label)
+        img, label = augment(img, label, swap=self.swap)
+        return np.array(img), np.array(label)
+
+
+def test_paired_calls_made_in_turn_are_checked_as_one_chain() -> None:
+    report = check(FaceInTurn(swap=True))
+    assert report.transform.startswith("FaceInTurn.crop (FaceInTurn.__init__.<locals>.<lambda>) -> ")
+    assert ":augment, defined at" in report.transform
+    with pytest.raises(PropertyViolation) as info:
+        check(FaceInTurn(swap=False))
+    assert (
+        info.value.where
+        == f"flip without the left/right swap of 2:3, 4:5, 7:8 at test_paired_call.py:{line_of(augment)} (augment)"
+    )
+
+
+class ThreeImages(FaceBase):
+    """Hands its Compose {im, edges, lb}: perfsuite cannot tell which image the mask goes with."""
+
+    def __init__(self) -> None:
+        super().__init__(True)
+        self.trans_train = Compose([HorizontalFlip(True)])
+
+    def __getitem__(self, i: int) -> tuple:
+        img, label = self.load(i)
+        out = self.trans_train(dict(im=img, edges=img.copy(), lb=label))
+        return np.array(out["im"]), np.array(out["lb"])
+
+
+class FlipDropsEdges(HorizontalFlip):
+    def __call__(self, im_lb: dict) -> dict:
+        return super().__call__({"im": im_lb["im"], "lb": im_lb["lb"]})
+
+
+def test_a_paired_step_inside_a_call_perfsuite_cannot_adapt_is_not_checked_alone() -> None:
+    dataset = ThreeImages()
+    dataset.trans_train = Compose([FlipDropsEdges(True)])
+    with pytest.raises(CannotAdapt) as info:
+        check(dataset)
+    message = str(info.value)
+    assert "transform(dict {'im', 'edges', 'lb'})" in message and "--transform FlipDropsEdges" in message
+    assert check(dataset, transform="FlipDropsEdges").passes
