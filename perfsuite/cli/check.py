@@ -25,8 +25,9 @@ from perfsuite.errors import PerfsuiteError
 HELP = "check the training script's own augmentation (alignment, labels, flip pairs) on its own samples"
 DESCRIPTION = (
     "Run `python train.py ARGS` until it iterates its training DataLoader, then run the paired-augmentation "
-    "properties (labels, declared left/right swaps, image/mask alignment) on that DataLoader's Dataset's "
-    "transform, fed the Dataset's own samples. Exit 1 names the broken property and its cause. Example: "
+    "properties (labels, declared left/right swaps, image/mask alignment) on the transform its Dataset runs (the "
+    "outermost call in dataset[i] that takes the image and mask together and returns both, whatever its name), "
+    "fed the Dataset's own samples. Exit 1 names the broken property, its cause and the line that did it. Example: "
     "perfsuite check --num-classes 11 --flip-pairs 3:4 -- python train.py --data data"
 )
 
@@ -44,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--transform",
         metavar="NAME",
-        help="the paired transform to check, when the outermost call in __getitem__ that takes and returns the image "
+        help="the paired transform to check, when the outermost call in dataset[i] that takes and returns the image "
         "and mask is not it: an attribute or method name (trans_train) or module:function (face_dataset:augment)",
     )
     p.add_argument("--samples", type=_positive, default=8, metavar="N", help="Dataset samples to check (default 8)")

@@ -15,7 +15,7 @@ from PIL import Image
 PAIRS_FLAG = "2:3,4:5,7:8"
 MARK = "# mirror"
 
-TRANSFORM = '''
+TRANSFORM = """
 import random
 
 import numpy as np
@@ -56,9 +56,9 @@ class Compose(object):
         for comp in self.do_list:
             im_lb = comp(im_lb)
         return im_lb
-'''
+"""
 
-DATASET = '''
+DATASET = """
 import os
 
 import numpy as np
@@ -94,9 +94,9 @@ class FaceMask(Dataset):
 
     def __len__(self):
         return len(self.imgs)
-'''
+"""
 
-TRAIN = '''
+TRAIN = """
 import argparse
 
 import torch
@@ -121,7 +121,7 @@ for epoch in range(args.epochs):
         optim.zero_grad()
         loss.backward()
         optim.step()
-'''
+"""
 
 
 def face(i: int, size: int = 40) -> np.ndarray:
