@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     except PropertyViolation as exc:
         print(f"FAILED {script.command()}")
-        print(f"cause: {exc.cause or 'unclassified'}" + (f": {exc.where}" if exc.where else ""))
+        where = exc.where or ""
+        joint = ", " if where.startswith("in ") else ": "
+        print(f"cause: {exc.cause or 'unclassified'}" + (joint + where if where else ""))
         print(str(exc))
         return 1
     print(f"passed {script.command()}")

@@ -167,10 +167,16 @@ def locate(
     return found[0] if found else None
 
 
-def fix_text(cause: str, found: Found | None, transform: PairedCall) -> str:
-    """The cause in the user's terms, at the line that did it (else in the transform perfsuite checked)."""
+def fix_text(cause: str, found: Found | None, transform: PairedCall, pairs: Pairs = ()) -> str:
+    """The cause in the user's terms, at the line that did it (else in the transform perfsuite checked); printed
+    after ``cause: <cause>`` (a leading "in" reads after a comma, the rest after a colon)."""
     if found is not None:
         if cause == "missing swap":
             return f"flip without the left/right swap of {_pairs_text(found.pairs)} at {found.site}"
         return f"left/right swap of {_pairs_text(found.pairs)} without a flip at {found.site}"
-    return f"{cause} in {transform.name}, defined at {transform.defined}"
+    where = f"{transform.name}, defined at {transform.defined}"
+    if cause == "missing swap" and pairs:
+        return f"flip without the left/right swap of {_pairs_text(pairs)} somewhere in {where}"
+    if cause == "swap without flip" and pairs:
+        return f"left/right swap of {_pairs_text(pairs)} without a flip somewhere in {where}"
+    return f"in {where}"

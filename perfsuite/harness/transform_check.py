@@ -174,7 +174,7 @@ def check_dataset_transform(
                     if log is not None and err.sample is not None and err.cause:
                         log(f"replaying dataset[{indices_[err.sample]}], seed {seed}, to find the line that did it")
                     found = locate(adapter, masks, seed, err.sample, err.cause, pairs)
-                    out.where = fix_text(err.cause or err.prop, found, chosen)
+                    out.where = fix_text(err.cause or err.prop, found, chosen, pairs)
                     raise out from None
         report.passes.append(mode)
         if log is not None:

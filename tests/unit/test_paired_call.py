@@ -345,3 +345,15 @@ def test_a_paired_step_inside_a_call_perfsuite_cannot_adapt_is_not_checked_alone
     message = str(info.value)
     assert "transform(dict {'im', 'edges', 'lb'})" in message and "--transform FlipDropsEdges" in message
     assert check(dataset, transform="FlipDropsEdges").passes
+
+
+def test_progress_says_what_the_check_is_doing() -> None:
+    """What a live line shows under load: each stage, in order, up to the replay that finds the line."""
+    said: list[str] = []
+    with pytest.raises(PropertyViolation):
+        check(FaceMask(swap=False), log=said.append)
+    assert said[0] == "finding the transform: tracing FaceMask[0]"
+    assert said[1].startswith("transform: FaceMask.trans_train (Compose.__call__), defined at test_paired_call.py:")
+    assert said[2:4] == ["recording the call FaceMask[2] makes", "recording the call FaceMask[5] makes"]
+    assert said[4].startswith("labels, flip pairs and alignment by colour consistency: seed 1/4 on 3 sample(s)")
+    assert said[-1].startswith("replaying dataset[") and said[-1].endswith("to find the line that did it")
