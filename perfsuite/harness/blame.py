@@ -74,6 +74,10 @@ def did_it(cause: str, before: np.ndarray, after: np.ndarray, pairs: Pairs) -> P
     return tuple(p for p in pairs if np.isin(target[moved], p).any())
 
 
+def _self(frame: FrameType) -> Any:
+    return frame.f_locals.get("self") if frame.f_code.co_varnames[:1] == ("self",) else None
+
+
 def _as_mask(value: Any) -> np.ndarray | None:
     try:
         if not _is_mask(value):
@@ -123,7 +127,8 @@ class _Lines:
                 for _, before in masks.values():
                     pairs = did_it(self.cause, before, arr, self.pairs)
                     if pairs:
-                        self.found.append(Found(Site(frame.f_code.co_filename, last[0], qualname(frame.f_code)), pairs))
+                        where = Site(frame.f_code.co_filename, last[0], qualname(frame.f_code, _self(frame)))
+                        self.found.append(Found(where, pairs))
                         break
                 masks[name] = (id(value), arr.copy())
         last[0] = frame.f_lineno
@@ -151,7 +156,7 @@ def locate(
         if before is not None and after is not None:
             hit = did_it(cause, before, after, pairs)
             if hit:
-                found.append(Found(Site(call.code.co_filename, call.returned_line, qualname(call.code)), hit))
+                found.append(Found(Site(call.code.co_filename, call.returned_line, call.defined.function), hit))
 
     images = encode(masks, palette_for(masks))
     profiler = _Profiler(Seen("replay", sample), watch)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import inspect
 import os
+import site
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
@@ -35,19 +36,22 @@ from perfsuite.augment.sample_adapter import (
 )
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-_LIBRARIES = tuple(
-    {
-        str(Path(p).resolve()) + os.sep
-        for k in ("stdlib", "platstdlib", "purelib", "platlib")
-        if (p := sysconfig.get_paths().get(k))
-    }
-)
+_PATHS = sysconfig.get_paths()
+_LIBRARY_DIRS = [
+    *(_PATHS.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+    *site.getsitepackages(),
+    site.getusersitepackages(),
+]
+_LIBRARIES = tuple({str(Path(p).resolve()) + os.sep for p in _LIBRARY_DIRS if p})
 CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
-def qualname(code: CodeType) -> str:
-    """The function's qualified name (``HorizontalFlip.__call__``; its bare name on Python 3.10)."""
-    return str(getattr(code, "co_qualname", code.co_name))
+def qualname(code: CodeType, owner: Any = None) -> str:
+    """The function's qualified name (``HorizontalFlip.__call__``; on Python 3.10, which has no ``co_qualname``,
+    from the class of the object it is bound to)."""
+    if hasattr(code, "co_qualname"):
+        return str(code.co_qualname)
+    return f"{type(owner).__name__}.{code.co_name}" if owner is not None else code.co_name
 
 
 def is_perfsuite(filename: str) -> bool:
@@ -323,14 +327,14 @@ class _Profiler:
         called_from = Site(caller.f_code.co_filename, caller.f_lineno, qualname(caller.f_code)) if caller else None
         module = str(frame.f_globals.get("__name__", "?"))
         dataset, holder = _holder(caller, bound, fn)
-        what = f"{type(bound).__name__}.__call__" if code.co_name == "__call__" else qualname(code)
+        what = f"{type(bound).__name__}.__call__" if code.co_name == "__call__" else qualname(code, bound)
         if holder is not None:
             name = holder if holder.endswith("." + code.co_name) else f"{holder} ({what})"
         elif bound is None:
             name = f"{Path(code.co_filename).stem if module == '__main__' else module}:{qualname(code)}"
         else:
             name = what
-        site = Site(code.co_filename, code.co_firstlineno, qualname(code))
+        site = Site(code.co_filename, code.co_firstlineno, qualname(code, bound))
         parent = self.stack[-1].serial if self.stack else 0
         call = PairedCall(fn, code, copied, depth, site, called_from, name, module, dataset, parent, self._inside())
         return _Open(frame, depth, call)

@@ -357,3 +357,15 @@ def test_progress_says_what_the_check_is_doing() -> None:
     assert said[2:4] == ["recording the call FaceMask[2] makes", "recording the call FaceMask[5] makes"]
     assert said[4].startswith("labels, flip pairs and alignment by colour consistency: seed 1/4 on 3 sample(s)")
     assert said[-1].startswith("replaying dataset[") and said[-1].endswith("to find the line that did it")
+
+
+def test_names_on_a_python_without_co_qualname() -> None:
+    """Python 3.10 (requires-python) has no code.co_qualname: the class comes from the object the call is bound to."""
+    from types import SimpleNamespace
+
+    from perfsuite.harness.paired_call import qualname
+
+    bare = SimpleNamespace(co_name="__call__")
+    assert qualname(bare, HorizontalFlip(True)) == "HorizontalFlip.__call__"  # type: ignore[arg-type]
+    assert qualname(bare) == "__call__"  # type: ignore[arg-type]
+    assert qualname(HorizontalFlip.__call__.__code__) == "HorizontalFlip.__call__"
