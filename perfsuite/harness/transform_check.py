@@ -28,7 +28,7 @@ from perfsuite.augment.checks import Declared, check_example
 from perfsuite.augment.labels import LabelSpace
 from perfsuite.augment.sample_adapter import CannotAdapt, Interface, SampleAdapter, mask_hw
 from perfsuite.errors import JobError, PerfsuiteError, PropertyViolation
-from perfsuite.harness.blame import fix_text, locate
+from perfsuite.harness.blame import CAUSES, fix_text, locate
 from perfsuite.harness.find_loader import find_training_loader
 from perfsuite.harness.paired_call import PairedCall, choose, others, trace_item
 from perfsuite.jobs.script import Script
@@ -166,12 +166,13 @@ def check_dataset_transform(
             masks = adapter.masks()
             for seed in range(seeds):
                 if log is not None:
-                    log(f"{mode}: seed {seed + 1}/{seeds} on {len(indices_)} sample(s) (group {g + 1}/{len(adapters)})")
+                    group = f", mask size {g + 1}/{len(adapters)}" if len(adapters) > 1 else ""
+                    log(f"{mode}: seed {seed + 1}/{seeds} on {len(indices_)} sample(s){group}")
                 try:
                     check_example(adapter, masks, seed, declared)
                 except PropertyViolation as err:
                     out = _where(indices_, seed, err, mode)
-                    if log is not None and err.sample is not None and err.cause:
+                    if log is not None and err.sample is not None and err.cause in CAUSES and pairs:
                         log(f"replaying dataset[{indices_[err.sample]}], seed {seed}, to find the line that did it")
                     found = locate(adapter, masks, seed, err.sample, err.cause, pairs)
                     out.where = fix_text(err.cause or err.prop, found, chosen, pairs)
