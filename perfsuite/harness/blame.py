@@ -25,7 +25,7 @@ import numpy as np
 
 from perfsuite.augment.painting import encode, palette_for
 from perfsuite.augment.sample_adapter import SampleAdapter, _is_mask, mask_hw
-from perfsuite.harness.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code, qualname
+from perfsuite.harness.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code, profiling_allowed, qualname
 
 Pairs = tuple[tuple[int, int], ...]
 CAUSES = ("missing swap", "swap without flip")
@@ -161,7 +161,7 @@ def locate(
     images = encode(masks, palette_for(masks))
     profiler = _Profiler(Seen("replay", sample), watch)
     lines = _Lines(cause, pairs, found)
-    previous_profile, previous_trace = sys.getprofile(), sys.gettrace()
+    previous_profile, previous_trace = profiling_allowed(), sys.gettrace()
     sys.setprofile(profiler)
     sys.settrace(lines)
     try:

@@ -334,9 +334,10 @@ class _Profiler:
             name = f"{Path(code.co_filename).stem if module == '__main__' else module}:{qualname(code)}"
         else:
             name = what
-        site = Site(code.co_filename, code.co_firstlineno, qualname(code, bound))
+        defined = Site(code.co_filename, code.co_firstlineno, qualname(code, bound))
         parent = self.stack[-1].serial if self.stack else 0
-        call = PairedCall(fn, code, copied, depth, site, called_from, name, module, dataset, parent, self._inside())
+        inside = self._inside()
+        call = PairedCall(fn, code, copied, depth, defined, called_from, name, module, dataset, parent, inside)
         return _Open(frame, depth, call)
 
     def _leave(self, call: PairedCall, returned: Any, frame: FrameType) -> None:
@@ -352,11 +353,22 @@ class _Profiler:
             self.watch(call, frame)
 
 
+def profiling_allowed() -> Any:
+    """The profile function in place (to restore after), or CannotAdapt when one perfsuite cannot put back."""
+    previous = sys.getprofile()
+    if previous is not None and not callable(previous):
+        raise CannotAdapt(
+            f"a profiler ({type(previous).__name__}) is running: perfsuite check traces dataset[i] with "
+            "sys.setprofile and could not put it back; run the check without it"
+        )
+    return previous
+
+
 def trace_item(dataset: Any, index: int, watch: Callable[..., None] | None = None) -> Seen:
     """Run ``dataset[index]`` under the profiler; what it showed."""
     seen = Seen(type(dataset).__name__, index)
     profiler = _Profiler(seen, watch)
-    previous = sys.getprofile()
+    previous = profiling_allowed()
     sys.setprofile(profiler)
     try:
         dataset[index]
