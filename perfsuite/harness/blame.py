@@ -101,11 +101,44 @@ def _masks_in(local: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Hit:
+    found: Found
+    frame: int  # id() of the frame it was seen in
+    ancestors: frozenset[int]  # id()s of the frames that called it, alive when it was seen
+    step: bool  # that frame is a paired call (a transform step), not a helper it called
+
+
+def _ancestors(frame: FrameType) -> frozenset[int]:
+    out, f = set(), frame.f_back
+    while f is not None:
+        out.add(id(f))
+        f = f.f_back
+    return frozenset(out)
+
+
+def _choose(hits: list[_Hit]) -> Found | None:
+    """The hit that names the fix: of those that show the most pairs, the first, unless it is in a helper (a
+    function that does not take and return the image and mask): then the line in its caller that the helper's
+    result changed, up to the transform step that called it."""
+    if not hits:
+        return None
+    most = max(len(h.found.pairs) for h in hits)
+    best = [h for h in hits if len(h.found.pairs) == most]
+    chosen = best[0]
+    for later in best[1:]:
+        if chosen.step:
+            break
+        if later.frame in chosen.ancestors:
+            chosen = later
+    return chosen.found
+
+
 class _Lines:
     """The settrace function: in the user's frames, each mask local compared with the frame's earlier masks."""
 
-    def __init__(self, cause: str, pairs: Pairs, found: list[Found]) -> None:
-        self.cause, self.pairs, self.found = cause, pairs, found
+    def __init__(self, cause: str, pairs: Pairs, hits: list[_Hit], profiler: _Profiler) -> None:
+        self.cause, self.pairs, self.hits, self.profiler = cause, pairs, hits, profiler
         self.state: dict[int, tuple[list[int], dict[str, tuple[int, np.ndarray]]]] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
@@ -116,7 +149,7 @@ class _Lines:
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
         last, masks = self.state.get(id(frame), ([frame.f_lineno], {}))
-        if event in ("line", "return") and not self.found:
+        if event in ("line", "return"):
             for name, value in _masks_in(frame.f_locals):
                 arr = _as_mask(value)
                 if arr is None:
@@ -128,7 +161,8 @@ class _Lines:
                     pairs = did_it(self.cause, before, arr, self.pairs)
                     if pairs:
                         where = Site(frame.f_code.co_filename, last[0], qualname(frame.f_code, _self(frame)))
-                        self.found.append(Found(where, pairs))
+                        step = any(o.frame is frame and o.call is not None for o in self.profiler.stack)
+                        self.hits.append(_Hit(Found(where, pairs), id(frame), _ancestors(frame), step))
                         break
                 masks[name] = (id(value), arr.copy())
         last[0] = frame.f_lineno
@@ -143,24 +177,23 @@ def locate(
     """Replay sample ``sample`` of ``adapter(encode(masks), masks, seed)`` and find the step that did ``cause``."""
     if sample is None or cause not in CAUSES or not pairs:
         return None
-    found: list[Found] = []
+    hits: list[_Hit] = []
 
-    def watch(call: PairedCall, frame: FrameType | None) -> None:
-        if found:
-            return
+    def watch(call: PairedCall, frame: FrameType) -> None:
         try:
             before = _as_mask(call.interface.mask)
             after = _as_mask(call.interface.result(call.returned)[1])
         except Exception:  # noqa: BLE001 - a call whose output cannot be read is no evidence
             return
         if before is not None and after is not None:
-            hit = did_it(cause, before, after, pairs)
-            if hit:
-                found.append(Found(Site(call.code.co_filename, call.returned_line, call.defined.function), hit))
+            shown = did_it(cause, before, after, pairs)
+            if shown:
+                found = Found(Site(call.code.co_filename, call.returned_line, call.defined.function), shown)
+                hits.append(_Hit(found, id(frame), _ancestors(frame), True))
 
     images = encode(masks, palette_for(masks))
     profiler = _Profiler(Seen("replay", sample), watch)
-    lines = _Lines(cause, pairs, found)
+    lines = _Lines(cause, pairs, hits, profiler)
     previous_profile, previous_trace = profiling_allowed(), sys.gettrace()
     sys.setprofile(profiler)
     sys.settrace(lines)
@@ -169,7 +202,7 @@ def locate(
     finally:
         sys.settrace(previous_trace)
         sys.setprofile(previous_profile)
-    return found[0] if found else None
+    return _choose(hits)
 
 
 def fix_text(cause: str, found: Found | None, transform: PairedCall, pairs: Pairs = ()) -> str:

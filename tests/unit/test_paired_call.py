@@ -369,3 +369,54 @@ def test_names_on_a_python_without_co_qualname() -> None:
     assert qualname(bare, HorizontalFlip(True)) == "HorizontalFlip.__call__"  # type: ignore[arg-type]
     assert qualname(bare) == "__call__"  # type: ignore[arg-type]
     assert qualname(HorizontalFlip.__call__.__code__) == "HorizontalFlip.__call__"
+
+
+def swap_on_its_own(im: Image.Image, lb: Image.Image) -> tuple:
+    """The swap drawn apart from the flip (here: no flip at all)."""
+    if random.random() < 0.5:
+        lb = Image.fromarray(swap_lr(np.array(lb)))  # swap
+    return im, lb
+
+
+class FaceSwapOnly(FaceBase):
+    def __getitem__(self, i: int) -> tuple:
+        img, label = self.load(i)
+        return swap_on_its_own(img, label)
+
+
+def test_a_swap_without_a_flip_is_named_at_its_line() -> None:
+    with pytest.raises(PropertyViolation) as info:
+        check(FaceSwapOnly(True))
+    assert info.value.cause == "swap without flip", str(info.value)
+    line = line_of(swap_on_its_own, "# swap")
+    assert info.value.where == (
+        f"left/right swap of 2:3, 4:5, 7:8 without a flip at test_paired_call.py:{line} (swap_on_its_own)"
+    )
+
+
+def hflip(x: Image.Image) -> Image.Image:
+    """A helper the transform calls for the image and the mask alike: the fix belongs in its caller."""
+    out = x.transpose(Image.FLIP_LEFT_RIGHT)
+    return out
+
+
+def augment_with_helper(im: Image.Image, lb: Image.Image) -> tuple:
+    if random.random() < 0.5:
+        im = hflip(im)
+        lb = hflip(lb)  # mirror
+    return im, lb
+
+
+class FaceHelper(FaceBase):
+    def __getitem__(self, i: int) -> tuple:
+        img, label = self.load(i)
+        return augment_with_helper(img, label)
+
+
+def test_a_flip_in_a_helper_is_named_at_the_transforms_line_that_called_it() -> None:
+    with pytest.raises(PropertyViolation) as info:
+        check(FaceHelper(False))
+    line = line_of(augment_with_helper)
+    assert info.value.where == (
+        f"flip without the left/right swap of 2:3, 4:5, 7:8 at test_paired_call.py:{line} (augment_with_helper)"
+    )
