@@ -286,11 +286,12 @@ def calibrate(
         out[..., c] = (image[..., c] - offset) / slope
     if not inner.any():
         return out, 0.0
-    values = mask[inner].tolist()
-    want = np.stack([palette[int(v)] for v in values])
+    keys = np.array(sorted(palette))
+    at = np.searchsorted(keys, mask[inner])  # every interior label is a palette key (``inner`` says so)
+    want = np.stack([palette[k] for k in keys.tolist()])[at]
     close = np.linalg.norm(out[inner] - want, axis=-1) <= STRICT_TOL
     if paired:
-        other = np.stack([palette.get(paired.get(int(v), int(v)), palette[int(v)]) for v in values])
+        other = np.stack([palette.get(paired.get(k, k), palette[k]) for k in keys.tolist()])[at]
         close |= np.linalg.norm(out[inner] - other, axis=-1) <= STRICT_TOL
     return out, float(close.mean())
 
