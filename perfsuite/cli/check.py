@@ -129,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     except PropertyViolation as exc:
         print(f"FAILED {script.command()}")
-        where = exc.where or ""
-        joint = ", " if where.startswith("in ") else ": "
-        print(f"cause: {exc.cause or 'unclassified'}" + (joint + where if where else ""))
+        fix = exc.where or ""
+        joint = ", " if fix.startswith("in ") else ": "
+        print(f"cause: {exc.cause or 'unclassified'}" + (joint + fix if fix else ""))
         print(str(exc))
         return 1
     print(f"passed {script.command()}")
