@@ -370,6 +370,11 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
     threads = fit_threads(ran.job, reference=False, where="the script")  # notes only: a script keeps its threads
     found = f"{EXEC_NOTE}{script.command()}: {source.describe_loader()}; {source.found.describe()}"
     notes = [found, *threads.notes]
+    if script.flip_pairs:  # never accepted and ignored: the swap is perfsuite check's to test
+        notes.append(
+            f"flip_pairs {list(script.flip_pairs)} not checked here: a script's batches do not show which samples its "
+            "flip mirrored; perfsuite check (perfsuite.testing.check_script_transform) tests the swap"
+        )
     return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes)
 
 
