@@ -20,7 +20,9 @@ import linecache
 import os
 import tokenize
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # torch files that only route a call to its implementation: a call passing only through
@@ -56,6 +58,7 @@ class Sites:
             contextlib.__file__,
         )
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
+        self._users: dict[str, bool] = {}  # path -> whether find_users takes it as the user's code
 
     def find(self, frame: Any) -> tuple[str, bool]:
         """(site "path:line", issued directly by that site rather than by torch internals)."""
@@ -74,6 +77,33 @@ class Sites:
                 return site, direct
             frame = frame.f_back
         return "<unknown>", direct
+
+    def find_users(self, frame: Any, callee: str = "") -> tuple[str, str]:
+        """(site, what the site called) for work done deep inside libraries: the innermost frame that is neither
+        torch, perfsuite's harness, the standard library nor an installed package (a Dataset's
+        ``img.resize(...)`` line, not PIL's own), and the callable that line called (``callee`` when the frame
+        itself is that line: a C call). Falls back to :meth:`find` when no frame is such code."""
+        from perfsuite.core.user_frames import LIBRARY_DIRS
+
+        start, called = frame, callee
+        while frame is not None:
+            code = frame.f_code
+            path = code.co_filename
+            ours = self._users.get(path)
+            if ours is None:
+                ours = not (
+                    path.startswith((self.torch_dir, *self.harness, *LIBRARY_DIRS)) or path.startswith("<")
+                )
+                self._users[path] = ours
+            if ours:
+                site = f"{_short(path)}:{frame.f_lineno}"
+                if site not in self._origin:
+                    linecache.checkcache(path)
+                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
+                return site, called
+            called = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
+            frame = frame.f_back
+        return self.find(start)[0], callee
 
     def issued_by_probe(self, frame: Any) -> bool:
         """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
@@ -101,6 +131,65 @@ class Sites:
         path, function = origin
         code = normalise(linecache.getline(path, int(site.rsplit(":", 1)[1])))
         return {"function": function, "code": code} if code else {}
+
+
+@dataclass(frozen=True)
+class SiteCount:
+    """One counter's count at one site: ``aten::zero_`` at ``train.py:54``, 12 per step.
+
+    ``per`` is what the count is divided by: ``step`` (the step's own work: ops, bytes, FLOPs, syncs) or
+    ``sample`` (the loader's work per sample). ``function`` and ``code`` are what survives an edit above the
+    line (:meth:`Sites.identity`).
+    """
+
+    op: str
+    site: str
+    count: float
+    per: str = "step"
+    function: str = ""
+    code: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"op": self.op, "site": self.site, f"per_{self.per}": self.count}
+        if self.function and self.code:
+            entry.update(function=self.function, code=self.code)
+        return entry
+
+
+def count_of(entry: Mapping[str, Any]) -> float:
+    """A site entry's count, per step or per sample (whichever it records)."""
+    value = entry.get("per_step", entry.get("per_sample", 0.0))
+    return float(value or 0.0)
+
+
+def per_of(entry: Mapping[str, Any]) -> str:
+    """``step`` or ``sample``: what a site entry's count is per."""
+    return "sample" if "per_sample" in entry and "per_step" not in entry else "step"
+
+
+def site_counts(
+    counts: Mapping[tuple[str, str], float], divisor: float, sites: Sites | None, per: str = "step"
+) -> list[SiteCount]:
+    """(op, site) totals as typed per-step (or per-sample) counts with their identity, largest first."""
+    out = []
+    for (op, site), n in counts.items():
+        if not n:
+            continue
+        identity = sites.identity(site) if sites is not None else {}
+        value = round(n / max(divisor, 1), 6)
+        out.append(SiteCount(op, site, value, per, identity.get("function", ""), identity.get("code", "")))
+    return sorted(out, key=lambda c: (-c.count, c.op, line_of(c.site)))
+
+
+def site_detail(counts: Iterable[SiteCount]) -> dict[str, Any]:
+    """``{"sites": [...], "by_site": {line-free label: count}}``: what a metric's detail keeps of its sites."""
+    entries = [c.to_dict() for c in counts]
+    return {"sites": entries, "by_site": by_identity(entries)}
+
+
+def count_sites(sites: Sites, frame: Any, counts: Counter[tuple[str, str]], op: str, n: float = 1) -> None:
+    """Add ``n`` to ``op`` at the site :meth:`Sites.find` gives for ``frame``."""
+    counts[(op, sites.find(frame)[0])] += n
 
 
 def normalise(line: str) -> str:
@@ -165,5 +254,5 @@ def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[
 
 def by_identity(sites: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """Per-step count by line-free label (:func:`labelled`), largest first: what the exact file keeps."""
-    pairs = [(label, float(entry.get("per_step", 0.0))) for label, entry in labelled(sites)]
+    pairs = [(label, count_of(entry)) for label, entry in labelled(sites)]
     return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))
