@@ -162,10 +162,11 @@ def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric
     from perfsuite.judge.causes import movers
 
     moved = movers(b.detail, h.detail)
-    if spec.family == "loader work":  # perfsuite.probes.loadercount: the callables that changed most, by ratio
+    if spec.family == "loader work":  # perfsuite.probes.loadercount: the lines, then the callables by ratio
         from perfsuite.judge.loaderwork import moved as work_moved
 
-        moved = work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)
+        named = moved if "sites" in b.detail and "sites" in h.detail else ""
+        moved = "; ".join(x for x in (named, work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)) if x)
     if outcome is not Outcome.UNCHANGED and moved:
         message += f": {moved}"
     ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)

@@ -57,6 +57,10 @@ class Sites:
             self.warnings_py,
             contextlib.__file__,
         )
+        # what find_users never takes for the user's code: torch, the harness, the standard library, packages
+        self.not_users = (self.torch_dir, *self.harness, *_library_dirs())
+        # where perfsuite's own code calls into the user's: find_users looks no further out
+        self.boundary = tuple(p for p in self.harness if p not in (self.warnings_py, contextlib.__file__))
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
         self._users: dict[str, bool] = {}  # path -> whether find_users takes it as the user's code
 
@@ -82,18 +86,18 @@ class Sites:
         """(site, what the site called) for work done deep inside libraries: the innermost frame that is neither
         torch, perfsuite's harness, the standard library nor an installed package (a Dataset's
         ``img.resize(...)`` line, not PIL's own), and the callable that line called (``callee`` when the frame
-        itself is that line: a C call). Falls back to :meth:`find` when no frame is such code."""
-        from perfsuite.core.user_frames import LIBRARY_DIRS
-
-        start, called = frame, callee
+        itself is that line: a C call). The walk stops where perfsuite's harness called in (the loader replay):
+        with no user code below it, the site is the library line the harness called (torch's
+        ``default_collate``)."""
+        called, below = callee, None  # below: the innermost frame seen that is not perfsuite's own
         while frame is not None:
             code = frame.f_code
             path = code.co_filename
+            if path.startswith(self.boundary):  # the replay (or the runner) called into the loader here
+                break
             ours = self._users.get(path)
             if ours is None:
-                ours = not (
-                    path.startswith((self.torch_dir, *self.harness, *LIBRARY_DIRS)) or path.startswith("<")
-                )
+                ours = not (path.startswith(self.not_users) or path.startswith("<"))
                 self._users[path] = ours
             if ours:
                 site = f"{_short(path)}:{frame.f_lineno}"
@@ -102,8 +106,11 @@ class Sites:
                     self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
                 return site, called
             called = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
-            frame = frame.f_back
-        return self.find(start)[0], callee
+            below, frame = frame, frame.f_back
+        if below is None:
+            return "<unknown>", callee
+        # no user code between: the library callable the loader was given (torch's default_collate), at its line
+        return f"{_short(below.f_code.co_filename)}:{below.f_lineno}", called
 
     def issued_by_probe(self, frame: Any) -> bool:
         """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
@@ -204,6 +211,16 @@ def normalise(line: str) -> str:
     except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: its comment, if any, stays
         pass
     return " ".join(text.split())
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The standard library's and installed packages' directories, as configured and as resolved."""
+    import sysconfig
+
+    from perfsuite.core.user_frames import LIBRARY_DIRS
+
+    configured = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted({*(d.rstrip(os.sep) + os.sep for d in (*configured, *LIBRARY_DIRS))}))
 
 
 def _short(path: str) -> str:
