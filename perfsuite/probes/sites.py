@@ -20,7 +20,6 @@ import linecache
 import os
 import tokenize
 import warnings
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -194,9 +193,10 @@ def site_detail(counts: Iterable[SiteCount]) -> dict[str, Any]:
     return {"sites": entries, "by_site": by_identity(entries)}
 
 
-def count_sites(sites: Sites, frame: Any, counts: Counter[tuple[str, str]], op: str, n: float = 1) -> None:
-    """Add ``n`` to ``op`` at the site :meth:`Sites.find` gives for ``frame``."""
-    counts[(op, sites.find(frame)[0])] += n
+def code_site(op: str, path: str, line: int, function: str, count: float) -> SiteCount:
+    """A site known by file and line rather than by a live frame (a compiled function's ``def`` line)."""
+    linecache.checkcache(path)
+    return SiteCount(op, f"{_short(path)}:{line}", count, "step", function, normalise(linecache.getline(path, line)))
 
 
 def normalise(line: str) -> str:
