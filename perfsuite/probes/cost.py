@@ -240,7 +240,9 @@ class CostProbe(Probe):
                 "bytes/step",
                 detail={"by": by_dtype, "observed_steps": k, **sites(self.h2d_sites)},
             ),
-            Metric("flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k, **sites(self.flop_sites)}),
+            Metric(
+                "flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k, **sites(self.flop_sites)}
+            ),
         ]
         formats = sorted(set(self.formats))
         if formats:
