@@ -250,19 +250,28 @@ def _not_called(batch: Any) -> Any:
 @contextlib.contextmanager
 def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
     """``DataLoader.__iter__`` routes through the driver while the script runs (the class, not a global hook:
-    nothing else in torch sees it, and it is put back however the script ends)."""
+    nothing else in torch sees it, and it is put back however the script ends); ``DataLoader.__init__`` notes
+    the line that builds each loader (:func:`perfsuite.probes.sites.record_built`)."""
     from torch.utils.data import DataLoader
 
-    original = DataLoader.__iter__
+    from perfsuite.probes.sites import Sites, record_built
+
+    original, construct, sites = DataLoader.__iter__, DataLoader.__init__, Sites()
 
     def marked_iter(loader: Any) -> Any:
         return source.wrap(loader, lambda: original(loader))
 
+    def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
+        record_built(loader, sys._getframe(1), sites)  # the script's DataLoader(...) line, for the settings judge
+        construct(loader, *args, **kwargs)
+
     DataLoader.__iter__ = marked_iter  # type: ignore[method-assign]
+    DataLoader.__init__ = noted_init  # type: ignore[method-assign]
     try:
         yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
+        DataLoader.__init__ = construct  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

@@ -99,6 +99,7 @@ class CostProbe(Probe):
         self.h2d_sites: Counter[tuple[str, str]] = Counter()
         self.flop_sites: Counter[tuple[str, str]] = Counter()
         self.format_sites: Counter[tuple[str, str]] = Counter()
+        self.copy_modes: Counter[tuple[bool, str]] = Counter()  # (non_blocking, site) of the step's own .to/.cuda
 
     def setup(self, ctx: RunContext) -> None:
         self._ctx = ctx
@@ -107,6 +108,7 @@ class CostProbe(Probe):
         self.ops, self.h2d, self.formats = Counter(), Counter(), []
         self._sites = Sites()
         self.op_sites, self.h2d_sites, self.flop_sites, self.format_sites = Counter(), Counter(), Counter(), Counter()
+        self.copy_modes = Counter()
 
     def _modes(self) -> tuple[Any, Any]:
         import torch
@@ -149,6 +151,8 @@ class CostProbe(Probe):
                     site, direct = from_step()
                     if direct:
                         count(host, site)
+                        if func is not torch.Tensor.copy_:
+                            probe.copy_modes[(bool(kwargs.get("non_blocking")), site)] += 1
                 elif (
                     func in factories
                     and residency.is_run_device(kwargs.get("device", "meta"))
@@ -204,6 +208,15 @@ class CostProbe(Probe):
                 hook.remove()
         self._observed += 1
 
+    def _copies(self, k: int) -> list[dict[str, Any]]:
+        """The step's own ``.to(device)``/``.cuda()`` copies by site, with their ``non_blocking`` (a setting)."""
+        out = []
+        for (non_blocking, site), n in sorted(self.copy_modes.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            entry = {"site": site, "non_blocking": non_blocking, "per_step": n / k}
+            entry.update(self._sites.identity(site) if self._sites is not None else {})
+            out.append(entry)
+        return out
+
     def notes(self) -> list[str]:
         if not self.non_blocking:
             return []
@@ -238,7 +251,7 @@ class CostProbe(Probe):
                 "h2d_bytes_per_step",
                 sum(self.h2d.values()) / k,
                 "bytes/step",
-                detail={"by": by_dtype, "observed_steps": k, **sites(self.h2d_sites)},
+                detail={"by": by_dtype, "observed_steps": k, **sites(self.h2d_sites), "copies": self._copies(k)},
             ),
             Metric(
                 "flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k, **sites(self.flop_sites)}

@@ -20,6 +20,7 @@ import linecache
 import os
 import tokenize
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -197,6 +198,28 @@ def code_site(op: str, path: str, line: int, function: str, count: float) -> Sit
     """A site known by file and line rather than by a live frame (a compiled function's ``def`` line)."""
     linecache.checkcache(path)
     return SiteCount(op, f"{_short(path)}:{line}", count, "step", function, normalise(linecache.getline(path, line)))
+
+
+# Where each object perfsuite watches was built (a DataLoader: the script's ``DataLoader(...)`` line), recorded
+# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script).
+_BUILT_AT: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def record_built(obj: Any, frame: Any, sites: Sites) -> None:
+    """Remember the line (with its identity) that built ``obj``: the first frame outside torch and the harness."""
+    if obj in _BUILT_AT:  # a subclass's __init__ calling DataLoader.__init__: the outermost call is the user's
+        return
+    site = sites.find(frame)[0]
+    with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced: not recorded
+        _BUILT_AT[obj] = {"site": site, **sites.identity(site)}
+
+
+def built_at(obj: Any) -> dict[str, str]:
+    """``{"site": "train.py:72", "function": ..., "code": ...}`` where ``obj`` was built; {} when not seen."""
+    try:
+        return dict(_BUILT_AT.get(obj) or {})
+    except TypeError:
+        return {}
 
 
 def normalise(line: str) -> str:
