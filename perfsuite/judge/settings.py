@@ -274,6 +274,8 @@ def loader_settings(result: Result) -> dict[str, Any]:
 
 def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, source: str, update: str) -> list[Verdict]:
     """Each setting ``expected`` pins (the committed file's) that head runs with otherwise: a regression."""
+    from perfsuite.judge.sites import short_path
+
     verdicts = []
     for name, want in expected.items():
         known, got = recorded(head, name)
@@ -281,9 +283,14 @@ def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, sour
             message = f"{name} is pinned to {want!r} in {source} but this run did not record it"
             verdicts.append(Verdict(test_id, name, want, None, None, Outcome.UNAVAILABLE, message))
         elif got != want or type(got) is not type(want):
+            rule = BY_NAME.get(name)
+            undone = rule is not None and rule.fixed is not None and rule.fixed(want) and not rule.fixed(got)
+            why = f" undoes the seeds' fix: {rule.fix}" if undone and rule is not None else ""
+            site = read(head, name).site
+            where = f"{short_path(site)} " if site else ""
             message = (
-                f"{name} {format_value(want)} -> {format_value(got)} (loader setting pinned in {source}); "
-                f"if intended, update it: `{update}`"
+                f"{'regressed (setting): ' if undone else ''}{where}{name} {format_value(want)} -> {format_value(got)} "
+                f"(loader setting pinned in {source}){why}; if intended, update it: `{update}`"
             )
             verdicts.append(Verdict(test_id, name, want, got, None, Outcome.REGRESSED, message))
     return verdicts

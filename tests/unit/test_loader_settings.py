@@ -124,7 +124,11 @@ def test_the_exact_file_pins_the_settings_it_recorded(tmp_path):
 
     assert [v.outcome for v in check(result())] == [Outcome.UNCHANGED]  # syncs_per_step only
     changed = [v for v in check(result(num_workers=0)) if v.metric == "num_workers"]
-    message = "num_workers 2 -> 0 (loader setting pinned in the file); if intended, update it: `update it`"
+    message = (
+        "regressed (setting): num_workers 2 -> 0 (loader setting pinned in the file) undoes the seeds' fix: batches "
+        "load in worker processes beside the step, not between steps in the training process (seeds 000, 002, 003, "
+        "004); if intended, update it: `update it`"
+    )
     assert [(v.outcome, v.message) for v in changed] == [(Outcome.REGRESSED, message)]
     unknown = check(result(sources={"pin_memory": "not known"}))
     assert [v.outcome for v in unknown if v.metric == "pin_memory"] == [Outcome.UNAVAILABLE]
