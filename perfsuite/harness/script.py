@@ -251,27 +251,22 @@ def _not_called(batch: Any) -> Any:
 def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
     """``DataLoader.__iter__`` routes through the driver while the script runs (the class, not a global hook:
     nothing else in torch sees it, and it is put back however the script ends); ``DataLoader.__init__`` notes
-    the line that builds each loader (:func:`perfsuite.probes.sites.record_built`)."""
+    the line that builds each loader (:func:`perfsuite.probes.sites.noting_built_loaders`)."""
     from torch.utils.data import DataLoader
 
-    from perfsuite.probes.sites import Sites, record_built
+    from perfsuite.probes.sites import noting_built_loaders
 
-    original, construct, sites = DataLoader.__iter__, DataLoader.__init__, Sites()
+    original = DataLoader.__iter__
 
     def marked_iter(loader: Any) -> Any:
         return source.wrap(loader, lambda: original(loader))
 
-    def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
-        record_built(loader, sys._getframe(1), sites)  # the script's DataLoader(...) line, for the settings judge
-        construct(loader, *args, **kwargs)
-
     DataLoader.__iter__ = marked_iter  # type: ignore[method-assign]
-    DataLoader.__init__ = noted_init  # type: ignore[method-assign]
     try:
-        yield
+        with noting_built_loaders():  # the script's DataLoader(...) line, for the settings judge
+            yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
-        DataLoader.__init__ = construct  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ import contextlib
 import io
 import linecache
 import os
+import sys
 import tokenize
 import warnings
 import weakref
@@ -212,6 +213,28 @@ def record_built(obj: Any, frame: Any, sites: Sites) -> None:
     site = sites.find(frame)[0]
     with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced: not recorded
         _BUILT_AT[obj] = {"site": site, **sites.identity(site)}
+
+
+@contextlib.contextmanager
+def noting_built_loaders() -> Any:
+    """While open, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`); put back after.
+
+    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script), and
+    so does a Job factory (perfsuite.jobs.contract.call_factory). Nothing the loader does changes.
+    """
+    from torch.utils.data import DataLoader
+
+    construct, sites = DataLoader.__init__, Sites()
+
+    def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
+        record_built(loader, sys._getframe(1), sites)
+        construct(loader, *args, **kwargs)
+
+    DataLoader.__init__ = noted_init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        DataLoader.__init__ = construct  # type: ignore[method-assign]
 
 
 def built_at(obj: Any) -> dict[str, str]:

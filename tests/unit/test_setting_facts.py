@@ -121,3 +121,15 @@ def test_the_harness_notes_the_line_that_builds_a_dataloader_and_the_probe_recor
     env = probe.environment()["settings"]
     assert env["loader_built_at"] == where
     assert {k: env[k] for k in read_flags()} == read_flags()
+
+
+def test_a_job_factory_s_dataloader_line_is_noted_too():
+    from perfsuite.jobs.contract import Job, call_factory
+
+    def make_job() -> Job:
+        loader = DataLoader(list(range(4)), batch_size=2)
+        return Job(step=lambda batch: batch, loader=loader)
+
+    job = call_factory(make_job, "cpu")
+    line = inspect.getsourcelines(make_job)[1] + 1
+    assert built_at(job.loader)["site"].endswith(f"test_setting_facts.py:{line}")
