@@ -207,7 +207,8 @@ def _measured(result_base: Result, head: Result, names: tuple[str, ...]) -> str:
         if not (b.available and h.available) or not isinstance(b.value, (int, float)):
             continue
         ratio = value_ratio(b.value, h.value)
-        unit = registry.get(name).unit if registry.find(name) else ""
+        spec = registry.find(name)
+        unit = spec.unit if spec is not None and spec.kind != "shares" and spec.unit != "fraction" else ""
         parts.append(
             f"{name} {format_value(b.value)} -> {format_value(h.value)}{' ' + unit if unit else ''}"
             + (f" (x{ratio:.3g})" if ratio else "")
