@@ -417,10 +417,7 @@ def call_factory(factory: Callable[..., Any], device: str) -> Job:
     takes_device = any(
         p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params.values()
     )
-    from perfsuite.probes.sites import noting_built_loaders
-
-    with noting_built_loaders():  # the factory's DataLoader(...) line, for the settings judge
-        job = factory(device) if takes_device else factory()
+    job = factory(device) if takes_device else factory()
     if not isinstance(job, Job):
         raise JobError(
             f"the job factory {getattr(factory, '__name__', factory)!r} returned "

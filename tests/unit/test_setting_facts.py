@@ -124,12 +124,13 @@ def test_the_harness_notes_the_line_that_builds_a_dataloader_and_the_probe_recor
 
 
 def test_a_job_factory_s_dataloader_line_is_noted_too():
-    from perfsuite.jobs.contract import Job, call_factory
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.jobs.contract import Job
 
     def make_job() -> Job:
         loader = DataLoader(list(range(4)), batch_size=2)
         return Job(step=lambda batch: batch, loader=loader)
 
-    job = call_factory(make_job, "cpu")
+    job = RunSpec(make_job).resolve()
     line = inspect.getsourcelines(make_job)[1] + 1
     assert built_at(job.loader)["site"].endswith(f"test_setting_facts.py:{line}")
