@@ -230,7 +230,7 @@ def noting_built_loaders() -> Any:
         record_built(loader, sys._getframe(1), sites)
         construct(loader, *args, **kwargs)
 
-    DataLoader.__init__ = noted_init  # type: ignore[method-assign]
+    DataLoader.__init__ = noted_init  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
