@@ -274,7 +274,11 @@ class ExactBaselines:
             for test_id in dependent:
                 if test_id not in self._recorded:
                     self.tests[test_id] = {k: v for k, v in self.tests[test_id].items() if k not in METRICS}
-                    parts = {k: v for k, v in self.breakdown.get(test_id, {}).items() if k not in METRICS}
+                    parts = {
+                        k: v
+                        for k, v in self.breakdown.get(test_id, {}).items()
+                        if k.removesuffix(BY_SITE) not in METRICS
+                    }
                     if parts:
                         self.breakdown[test_id] = parts
                     else:

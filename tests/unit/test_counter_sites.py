@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, default_collate
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import Metric, Result
 from perfsuite.judge.engine import compare_results
-from perfsuite.judge.exact import BY_SITE, check_exact, exact_breakdown, exact_values
+from perfsuite.judge.exact import BY_SITE, ExactBaselines, check_exact, exact_breakdown, exact_values
 from perfsuite.judge.verdict import Outcome
 from perfsuite.probes.base import WindowTimings
 from perfsuite.probes.cost import CostProbe
@@ -104,9 +104,13 @@ def test_a_line_inserted_above_a_counted_site_changes_nothing() -> None:
     assert verdicts(base, head) == {}
 
 
-def test_the_exact_file_keeps_line_free_sites_and_names_the_line_that_moved() -> None:
+def test_the_exact_file_keeps_line_free_sites_and_names_the_line_that_moved(tmp_path) -> None:
     base = measured()
-    parts = exact_breakdown(base)
+    store = ExactBaselines(tmp_path, "cpu__torch-2.13")
+    store.record("t", exact_values(base), exact_breakdown(base))
+    store.save()
+    parts = ExactBaselines.open(tmp_path, "cpu__torch-2.13").expected_breakdown("t")
+    assert parts == exact_breakdown(base)  # the line-free sites survive the file's round trip
     assert "ops_per_step" + BY_SITE in parts
     assert not any(":" in label.split(" in ", 1)[1].split(" ", 1)[0] for label in parts["ops_per_step" + BY_SITE])
     got = check_exact(exact_values(base), measured("zero_grad"), "t", "the file", breakdown=parts)
