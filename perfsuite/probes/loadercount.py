@@ -20,8 +20,9 @@ Calls, blocking calls and decoded pixels are also kept by call site (``detail["s
 innermost line of the user's own code (not torch's, perfsuite's, the standard library's or an installed
 package's: :meth:`perfsuite.probes.sites.Sites.find_users`), with what that line called, so a resize added to
 ``__getitem__`` is named ``PIL.Image.Image.resize at face_dataset.py:47`` and a sleeping collate
-``time.sleep at train.py:30``. Read, allocated and output bytes stay by stage: they are measured between a
-stage's edges, not per call.
+``time.sleep at train.py:30``. Read bytes are kept by site too, each read call's own (``rchar`` around it;
+reads no Python-level call makes, such as a memory map's, are the stage's only). Allocated and output bytes
+stay by stage: they are measured between a stage's edges, not per call.
 
 The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
 on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
@@ -83,6 +84,8 @@ BLOCKING = frozenset(
         "_ssl._SSLSocket.read",
     }
 )
+# The blocking calls that read: the bytes each returns are charged to its site (read_sites).
+READS = frozenset(name for name in BLOCKING if ".read" in name or ".recv" in name or name.endswith(".pread"))
 LIBRARIES = ("Pillow", "numpy", "torch", "torchvision")
 
 
@@ -199,6 +202,7 @@ class Counts:
     call_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
     blocking_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
     pixel_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+    read_sites: Counter[tuple[str, str]] = field(default_factory=Counter)  # bytes each read call returned
     sites: Any = None  # the Sites that found them (their identities), not kept in the Result
 
 
@@ -210,6 +214,7 @@ class _Tally:
 
         self.c, self.rchar, self.skip, self.sites = counts, rchar, skip, sites
         counts.sites = sites
+        self._reading: list[tuple[Any, tuple[str, str], int]] = []  # read calls under way: (callable, site, rchar)
         self.load_code = ImageFile.ImageFile.load.__code__
         self.stack: list[str] = []
         self.on = False
@@ -242,6 +247,12 @@ class _Tally:
             if name in BLOCKING:
                 self.c.blocking[f"{stage}: {name}"] += 1
                 self.c.blocking_sites[(name if called == name else f"{called} ({name})", site)] += 1
+                if name in READS and self.rchar is not None:  # its bytes, charged at its return
+                    self._reading.append((arg, (called, site), self.rchar()))
+        elif event in ("c_return", "c_exception") and self._reading and self._reading[-1][0] is arg:
+            _, where, before = self._reading.pop()
+            if self.rchar is not None:
+                self.c.read_sites[where] += self.rchar() - before
 
     def _now(self) -> tuple[int, int, int, int]:
         import tracemalloc
@@ -525,7 +536,7 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
         exact("loader_decoded_pixels_per_sample", "pixels/sample", c.pixels, c.pixel_sites),
     ]
     if c.read_why is None:
-        out.append(exact("loader_read_bytes_per_sample", "bytes/sample", c.read_bytes))
+        out.append(exact("loader_read_bytes_per_sample", "bytes/sample", c.read_bytes, c.read_sites))
     else:
         out.append(Metric.unavailable("loader_read_bytes_per_sample", c.read_why, "bytes/sample"))
     out += [
