@@ -89,10 +89,13 @@ class RunSpec:
             raise KnobError(f"target_samples_per_s={target!r} must be a number of samples per second above 0")
 
     def resolve(self) -> Any:
-        """The Workload or Job this spec names (a job factory is called here, with the device)."""
+        """The Workload or Job this spec names (a job factory is called here, with the device; the lines that
+        build its DataLoaders are noted for the settings judge)."""
         from perfsuite.jobs.registry import resolve
+        from perfsuite.probes.sites import noting_built_loaders
 
-        return resolve(self.workload, self.knobs.device)
+        with noting_built_loaders():
+            return resolve(self.workload, self.knobs.device)
 
 
 def default_probes() -> list[Probe]:

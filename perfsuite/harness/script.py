@@ -250,8 +250,11 @@ def _not_called(batch: Any) -> Any:
 @contextlib.contextmanager
 def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
     """``DataLoader.__iter__`` routes through the driver while the script runs (the class, not a global hook:
-    nothing else in torch sees it, and it is put back however the script ends)."""
+    nothing else in torch sees it, and it is put back however the script ends); ``DataLoader.__init__`` notes
+    the line that builds each loader (:func:`perfsuite.probes.sites.noting_built_loaders`)."""
     from torch.utils.data import DataLoader
+
+    from perfsuite.probes.sites import noting_built_loaders
 
     original = DataLoader.__iter__
 
@@ -260,7 +263,8 @@ def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
 
     DataLoader.__iter__ = marked_iter  # type: ignore[method-assign]
     try:
-        yield
+        with noting_built_loaders():  # the script's DataLoader(...) line, for the settings judge
+            yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
 

@@ -295,6 +295,14 @@ def movers(
     """
     from perfsuite.judge.verdict import format_value
 
+    if "by_site" in head_detail or "by_site" in base_detail:  # a count kept by name and by call site
+        if all("sites" in d or "by_site" in d for d in (base_detail, head_detail)):
+            named = describe(site_changes(base_detail, head_detail), top)
+            if named:
+                return named
+        # one side recorded before its sites were kept: what moved by name
+        base_detail = {k: v for k, v in base_detail.items() if k not in ("sites", "by_site")}
+        head_detail = {k: v for k, v in head_detail.items() if k not in ("sites", "by_site")}
     if "sites" in head_detail or "sites" in base_detail:  # call sites, matched by code, not line
         return describe(site_changes(base_detail, head_detail), top)
     b_by, h_by = base_detail.get("by"), head_detail.get("by")
