@@ -127,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from perfsuite.core.tmpfiles import write_text_atomic
         from perfsuite.plugin.capture import capture_test, looks_like_test_id
-        from perfsuite.report import doctor as report
-        from perfsuite.tools.doctor import Budget, diagnose
+        from perfsuite.tools.doctor import Budget, diagnose, report
     except BaseException:
         stop()
         raise

@@ -427,7 +427,7 @@ def test_the_report_gives_one_step_time_and_one_data_wait() -> None:
     import json
     import re
 
-    from perfsuite.report import doctor as report
+    from perfsuite.tools.doctor import report
 
     env = recorded_contention(0.5, 2.0)
     d = _assess([_result(environment=env), _result(environment=env)])

@@ -11,7 +11,7 @@ A package by concern, each a short module (a reader finds each finding's rule in
 * :mod:`.predictions`: each fix's predicted gain, never above the input's whole share;
 * :mod:`.findings`: one small rule per kind of finding, and the ranking (measured gain, then predicted);
 * :mod:`.diagnosis`: the evidence, counterfactuals and findings of one target; rendered by
-  :mod:`perfsuite.report.doctor`.
+  :mod:`perfsuite.tools.doctor.report`.
 """
 
 from __future__ import annotations

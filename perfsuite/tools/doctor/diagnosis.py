@@ -16,7 +16,7 @@ from perfsuite.tools.doctor.stats import ratio_interval
 
 @dataclass
 class Diagnosis:
-    """What the doctor found for one target, rendered by :mod:`perfsuite.report.doctor`."""
+    """What the doctor found for one target, rendered by :mod:`perfsuite.tools.doctor.report`."""
 
     target: str
     evidence: Evidence
