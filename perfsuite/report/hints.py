@@ -16,8 +16,8 @@ AB = "`perfsuite ab BASE HEAD` (interleaved fresh runs of both revisions until d
 
 def what_would_decide(verdict: Verdict) -> str | None:
     """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None."""
-    if verdict.outcome is not Outcome.INCONCLUSIVE:
-        return None
+    if verdict.outcome is not Outcome.INCONCLUSIVE or verdict.unjudged:
+        return None  # a shared reason (a busy machine) says on its own line what to do
     spec = registry.find(verdict.metric)
     if "not measured in this run" in verdict.message:
         return f"to decide: run HEAD again so that it measures {verdict.metric}, or {AB}"

@@ -60,16 +60,30 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
 
 
 def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]], width: int = 120) -> str:
-    """The per-test figures table shown at the end of every session, passing or not."""
+    """The per-test figures: a table where it fits ``width``, else a block per test (its id, then its measured
+    figures, wrapped), so no figure is ever cut."""
     rows = people_rows(results, exact_counts)
     widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
-    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(PEOPLE_COLUMNS) - 1)))
+    if sum(widths) + 2 * (len(PEOPLE_COLUMNS) - 1) > width:
+        return "\n".join(_people_block(row, width) for row in rows)
 
     def line(cells: Sequence[str]) -> str:
-        first = cut(cells[0], widths[0]).ljust(widths[0])
-        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
+        return "  ".join([cells[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
 
     return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
+
+
+def _people_block(row: Sequence[str], width: int) -> str:
+    """``test`` then its measured figures, ``name value`` pairs packed on indented lines of at most ``width``."""
+    pairs = [f"{name} {value}" for name, value in zip(PEOPLE_COLUMNS[1:], row[1:]) if value != "-"]
+    lines = [cut(row[0], width)]
+    current = ""
+    for pair in pairs or ["no figure measured"]:
+        if current and len(current) + 3 + len(pair) > width:
+            lines.append(current)
+            current = ""
+        current = f"{current} · {pair}" if current else f"  {pair}"
+    return "\n".join([*lines, current])
 
 
 OVERSUBSCRIBED = "oversubscribed:"  # perfsuite.harness.threads notes start so (not imported: report < harness)
@@ -97,7 +111,7 @@ def gate_line(
     missing_allowed: bool = False,
     absent_files: Sequence[str] = (),
 ) -> str:
-    """``N exact checks held against committed baselines (file); M timing results new on this machine``.
+    """``N exact checks held against committed baselines (file); M tests with no timing baseline on this machine``.
 
     ``sources`` maps each result id to what its exact metrics were held against (the committed file's
     name, or ``this machine's baselines``); a plain sequence names committed files only. ``missing``
@@ -128,7 +142,8 @@ def gate_line(
     if missing:
         verdict = "reported as new" if missing_allowed else "failed"
         text += f"; {missing} test result(s) with no committed exact values ({verdict})"
-    return f"{text}; {timing_new} timing results new on this machine"
+    tests = "test" if timing_new == 1 else "tests"
+    return f"{text}; {timing_new} {tests} with no timing baseline on this machine yet"
 
 
 def format_notes(results: Mapping[str, Result]) -> list[str]:
