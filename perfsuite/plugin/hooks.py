@@ -607,6 +607,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         )
 
 
+NOTES_SHOWN = 3  # without -v, the session summary's notes: the most widely shared, and a count of the rest
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
@@ -632,7 +635,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
         tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup), verbose))
     if perf.results:
-        for line in summary.format_notes(perf.results):
+        for line in summary.format_notes(perf.results, limit=None if verbose else NOTES_SHOWN):
             tr.write_line(line)
         note = summary.oversubscription_note(perf.results)
         if note:

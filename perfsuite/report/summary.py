@@ -146,15 +146,25 @@ def gate_line(
     return f"{text}; {timing_new} {tests} with no timing baseline on this machine yet"
 
 
-def format_notes(results: Mapping[str, Result]) -> list[str]:
+def format_notes(results: Mapping[str, Result], limit: int | None = None) -> list[str]:
     """The Results' notes (where a figure can mislead: pinning on a CPU run, a knob the device turned off,
-    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them."""
+    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them.
+
+    Oversubscription notes are left to :func:`oversubscription_note` (one line for all); past ``limit`` notes,
+    the most widely shared are kept and one line counts the rest.
+    """
     where: dict[str, list[str]] = {}
     for rid, result in results.items():
         for note in result.notes:
-            where.setdefault(note, []).append(rid)
+            if not note.startswith(OVERSUBSCRIBED):
+                where.setdefault(note, []).append(rid)
+    notes = list(where.items())
+    if limit is not None and len(notes) > limit:
+        notes = sorted(notes, key=lambda item: -len(item[1]))[:limit]
     lines = []
-    for note, rids in where.items():
+    for note, rids in notes:
         whom = rids[0] if len(rids) == 1 else f"{len(rids)} results"
         lines.append(f"note ({whom}): {note}")
+    if len(notes) < len(where):
+        lines.append(f"{len(where) - len(notes)} more notes: -v lists them (each Result's notes hold them too)")
     return lines
