@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perfsuite.core.results import Result
+from perfsuite.core.units import metric_value
 from perfsuite.report.verdicts import cut
 
 PEOPLE_COLUMNS = (
@@ -12,18 +13,19 @@ PEOPLE_COLUMNS = (
     "samples/s",
     "input eff",
     "data-wait",
-    "loader CPU ms/sample",
+    "loader CPU/sample",
     "syncs/step",
     "AMP low-p",
     "graphs",
-    "H2D MB/step",
+    "H2D/step",
     "exact held",
 )
 
 
-def _figure(result: Result, name: str, fmt: str) -> str:
+def _figure(result: Result, name: str) -> str:
+    """A figure in its registry unit (perfsuite.core.units), the column naming what it is per; '-' if unmeasured."""
     metric = result.metric(name)
-    return "-" if not metric.available else format(metric.value, fmt)
+    return "-" if not metric.available else metric_value(name, metric.value, counts=False)
 
 
 def _input_eff(result: Result) -> str:
@@ -40,19 +42,18 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
     rows: list[tuple[str, ...]] = []
     for rid, r in results.items():
         graphs = r.metric("graph_breaks")
-        h2d = r.metric("h2d_bytes_per_step")
         held = exact_counts.get(rid)
         rows.append(
             (
                 rid,
-                _figure(r, "samples_per_s", ".1f"),
+                _figure(r, "samples_per_s"),
                 _input_eff(r),
-                _figure(r, "data_wait_frac", ".3f"),
-                _figure(r, "loader_cpu_ms_per_sample", ".3g"),
-                _figure(r, "syncs_per_step", "g"),
-                _figure(r, "amp_lowp_frac", ".2f"),
+                _figure(r, "data_wait_frac"),
+                _figure(r, "loader_cpu_ms_per_sample"),
+                _figure(r, "syncs_per_step"),
+                _figure(r, "amp_lowp_frac"),
                 str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
-                f"{float(h2d.value) / 1e6:.3f}" if h2d.available else "-",  # type: ignore[arg-type]
+                _figure(r, "h2d_bytes_per_step"),
                 f"{held[0]}/{held[1]}" if held else "-",
             )
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.results import Fingerprint
+from perfsuite.core.units import metric_value
 from perfsuite.tools.tune.guard import MB, Footprint, Free, Guard, free_now
 from perfsuite.tools.tune.lockin import thresholds_from, tune_file_path, write_thresholds, write_tune_file
 from perfsuite.tools.tune.progress import Quiet, trial_line
@@ -223,7 +224,8 @@ def _unmet(checks: Sequence[Any], runs: Sequence[RunRecord]) -> list[str]:
         median = values[len(values) // 2]
         if check.fails(median):
             out.append(
-                f"{check.name}={check.bound:g}: the best setting found reaches {median:.4g} (median of its runs)"
+                f"{check.name}={check.bound:g}: the best setting found reaches {metric_value(check.metric, median)} "
+                "(median of its runs)"
             )
     return out
 
