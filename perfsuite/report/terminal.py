@@ -456,7 +456,7 @@ def styled_lines(lines: Iterable[str]) -> RenderableType:
         stripped = line.strip()
         if stripped.startswith(("bottleneck:", "chosen:", "perfsuite doctor:", "perfsuite tune")):
             text.stylize("bold")
-        if stripped.startswith(("NOT MET", "error")):
+        if stripped.startswith(("NOT MET", "NOT TUNED", "error")):
             text.stylize("bold red")
         for word, style in STYLES.items():
             text.highlight_words([f" {word} ", f" {word}:", f"({word})"], style=style)
