@@ -36,8 +36,8 @@ FAILING = frozenset({Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED})
 # Shared reasons a figure was not judged (Verdict.unjudged), each counted on one line by the reports.
 NO_BASELINE = "first run on this machine: no timing baseline yet (`nox -s baseline` or --perfsuite-save records one)"
 NO_BASE_VALUE = (
-    "new figures: the baseline holds no value for them (it was recorded before they were measured); "
-    "--perfsuite-save records them"
+    "the baseline holds no value for them (it was recorded before they were measured); --perfsuite-save "
+    "records them"
 )
 
 

@@ -116,6 +116,8 @@ def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> Rend
         )
         for v in ordered(verdicts)
     ]
+    if not rows:
+        return Text("")
     metric_w = max(len(HEADERS[0]), *(len(r[1]) for r in rows))
     ratio_w = max(len(HEADERS[3]), *(len(r[4]) for r in rows))
     verdict_w = max(len(HEADERS[4]), *(len(r[5]) for r in rows))

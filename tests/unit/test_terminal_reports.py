@@ -321,3 +321,21 @@ def test_a_green_session_on_a_busy_machine_ends_in_a_screenful() -> None:
     assert f"{len(shown)} figures not judged in 30 tests: the machine was busy" in " ".join(text.split())
     assert "per-test figures (samples/s, input efficiency, data wait, ...) of 30 results: -v" in text
     assert max(map(len, lines)) <= 80
+
+
+def test_new_figures_and_new_tests_are_counted_apart_so_the_counts_agree() -> None:
+    """Issue 47: '14 new' beside '0 timing results new': figures without a baseline value are not tests without a
+    baseline, and each line says which it counts."""
+    from perfsuite.judge.verdict import NO_BASE_VALUE, NO_BASELINE
+    from perfsuite.report.summary import gate_line
+
+    figures = [
+        Verdict("t::a", m, None, 1.0, None, Outcome.NEW, f"{m} 1: no baseline value", unjudged=NO_BASE_VALUE)
+        for m in ("loader_calls_per_sample", "loader_read_bytes_per_sample", "loader_output_bytes_per_sample")
+    ]
+    first = [Verdict("t::b", "timing", None, None, None, Outcome.NEW, "no timing baseline", unjudged=NO_BASELINE)]
+    text = " ".join(drawn(terminal.verdicts_report(figures + first, width=WIDTH)).split())
+    assert "perfsuite: 4 new" in text
+    assert "3 figures new in 1 test: the baseline holds no value for them" in text
+    assert "1 test new: first run on this machine: no timing baseline yet" in text
+    assert gate_line({}, 0, 1, {}).endswith("; 1 test with no timing baseline on this machine yet")
