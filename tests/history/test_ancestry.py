@@ -127,3 +127,18 @@ def test_bisect_names_the_same_commit(planted) -> None:
     found = bisect(repo, shas[0], shas[-1], "syncs_per_step", lambda sha: run_at(index[sha]))
     assert found is not None and found.commit == shas[CULPRIT - 1]
     assert "syncs_per_step 0 -> 1 syncs/step" in found.describe("syncs_per_step")
+
+
+def test_without_the_clone_the_history_is_not_drawn_in_another_order(planted, tmp_path: Path, capsys) -> None:
+    _, _, history = planted
+    assert main(["history", "summary", "--history", str(history), "--repo", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "the history is ordered by it, not by commit times" in err and "--repo DIR" in err
+
+
+def test_runs_of_commits_off_the_line_are_left_out_and_named(planted, tmp_path: Path, capsys) -> None:
+    repo, shas, history = planted
+    text = cli("history", "summary", "--history", str(history), "--repo", str(repo), "--commit", shas[8])
+    assert f"the newest commit (`{shas[8][:10]}` commit 9)" in text
+    err = capsys.readouterr().err
+    assert err.count("not on the first-parent line") == 3 and shas[11][:10] in err  # commits 10-12
