@@ -36,8 +36,8 @@ FAILING = frozenset({Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED})
 # Shared reasons a figure was not judged (Verdict.unjudged), each counted on one line by the reports.
 NO_BASELINE = "first run on this machine: no timing baseline yet (`nox -s baseline` or --perfsuite-save records one)"
 NO_BASE_VALUE = (
-    "the baseline holds no value for them (it was recorded before they were measured); --perfsuite-save "
-    "records them"
+    "the baseline run holds no value for them (it did not measure them: an older perfsuite, or a busy machine "
+    "that slowed a phase; each one's reason is in -v and the JSON); --perfsuite-save records them"
 )
 
 

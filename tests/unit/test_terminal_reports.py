@@ -336,6 +336,6 @@ def test_new_figures_and_new_tests_are_counted_apart_so_the_counts_agree() -> No
     first = [Verdict("t::b", "timing", None, None, None, Outcome.NEW, "no timing baseline", unjudged=NO_BASELINE)]
     text = " ".join(drawn(terminal.verdicts_report(figures + first, width=WIDTH)).split())
     assert "perfsuite: 4 new" in text
-    assert "3 figures new in 1 test: the baseline holds no value for them" in text
+    assert "3 figures new in 1 test: the baseline run holds no value for them" in text
     assert "1 test new: first run on this machine: no timing baseline yet" in text
     assert gate_line({}, 0, 1, {}).endswith("; 1 test with no timing baseline on this machine yet")
