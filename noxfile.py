@@ -1,13 +1,19 @@
 """nox sessions: `nox -s tests` (the unit, property and plugin tests), `nox -s lint` (ruff, mypy and
 the import contract), `nox -s docs` (the MkDocs site, strict), `nox -s perf` (the reference suite),
-`nox -s baseline` (store this machine's baselines), `nox -s dev` (a .venv here with perfsuite on PATH).
+`nox -s baseline` (store this machine's baselines), `nox -s dev` (the environment alone).
 
-Torch is the CPU build unless the runner's own is reused: each session installs torch==2.13.0 from the
+**One torch per checkout.** Every session that needs torch (tests, slow, lint, perf, baseline, dev) runs in
+the same environment, `.venv/` in this directory, made by the first of them: torch is installed once, not
+once per session (four CPU torches took about 6 GB), and `source .venv/bin/activate` then puts `perfsuite`
+on PATH. perfsuite is installed into it editable, again only when pyproject.toml changed. `nox -s docs`
+needs no torch and keeps a small virtualenv of its own under `.nox/`.
+
+Torch is the CPU build unless the runner's own is reused: the environment gets torch==2.13.0 from the
 PyTorch CPU wheel index (PERFSUITE_TORCH_INDEX overrides it), which on a stock machine is the CPU wheel,
-never the multi-GB CUDA build that plain PyPI resolves to on Linux. When the session's environment already
-has torch (a reused virtualenv, or the system's on a GPU runner with PERFSUITE_SYSTEM_TORCH=1) nothing is
-installed. When the CPU index cannot be reached, the session says so and installs torch==2.13.0 from the
-indexes pip is configured with (a local wheel folder, a mirror; on a stock machine that would be the CUDA build).
+never the multi-GB CUDA build that plain PyPI resolves to on Linux. When the environment already has torch
+(made with PERFSUITE_SYSTEM_TORCH=1 on a GPU runner, it sees the system's) nothing is installed. When the CPU
+index cannot be reached, the session says so and installs torch==2.13.0 from the indexes pip is configured
+with (a local wheel folder, a mirror; on a stock machine that would be the CUDA build).
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ SYSTEM_TORCH = os.environ.get("PERFSUITE_SYSTEM_TORCH", "") not in ("", "0", "fa
 VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 # Runs `nox -s baseline` keeps per test: the default of --perfsuite-baseline-runs (perfsuite/core/options.py).
 BASELINE_RUNS = 3
+ROOT = os.path.dirname(os.path.abspath(__file__))
+VENV = os.path.join(ROOT, ".venv")  # the one environment of this checkout (see the module docstring)
+ACTIVATE = os.path.join(".venv", "Scripts" if os.name == "nt" else "bin", "activate")
 # What a failing exact check tells people to run: this session, not the pytest command nox runs inside it.
 UPDATE_EXACT = "PERFSUITE_UPDATE_EXACT_COMMAND"
 # pip prints its warnings and errors only: a failing install still shows why, a working one stays out of the way.
@@ -41,44 +50,110 @@ TORCH_PROBE = (
 )
 
 
-def install_torch(session: nox.Session, pip: tuple[str, ...] = ()) -> None:
-    """The CPU torch from the PyTorch CPU index; nothing if the environment has torch; the configured indexes if
-    the CPU index cannot be reached (see the module docstring)."""
-    install = (lambda *a: session.run_install(*pip, "install", *a, external=True)) if pip else session.install
+def install_torch(session: nox.Session, pip: tuple[str, ...]) -> None:
+    """The CPU torch from the PyTorch CPU index with ``pip`` (the shared environment's); the configured indexes
+    if the CPU index cannot be reached (see the module docstring)."""
     session.log(
-        f"installing {CPU_TORCH} (CPU) from {CPU_INDEX} (PERFSUITE_TORCH_INDEX overrides it): the first time it "
-        "downloads the wheel, which can take minutes; pip prints only warnings and errors"
+        f"installing {CPU_TORCH} (CPU) from {CPU_INDEX} (PERFSUITE_TORCH_INDEX overrides it) into {VENV}: the "
+        "first time it downloads the wheel, which can take minutes; pip prints only warnings and errors"
     )
     try:
-        install(PIP_QUIET, CPU_TORCH, "--index-url", CPU_INDEX, "--timeout", "30", "--retries", "1")
+        session.run_install(
+            *pip,
+            "install",
+            PIP_QUIET,
+            CPU_TORCH,
+            "--index-url",
+            CPU_INDEX,
+            "--timeout",
+            "30",
+            "--retries",
+            "1",
+            external=True,
+        )
     except nox.command.CommandFailed:
         session.warn(f"{CPU_INDEX} could not be used; installing {CPU_TORCH} from pip's configured indexes instead")
-        install(PIP_QUIET, CPU_TORCH)
+        session.run_install(*pip, "install", PIP_QUIET, CPU_TORCH, external=True)
 
 
-def install(session: nox.Session) -> None:
-    """perfsuite with its test extras, on the CPU torch unless the environment already has torch."""
-    if not SYSTEM_TORCH and not _torch_installed(session):
-        install_torch(session)
-    session.log("installing perfsuite (editable) with its dev extras")
-    session.install(PIP_QUIET, "-e", ".[dev]")  # torch>=2.5.1 is satisfied by the torch above: pip leaves it as it is
-    session.run_install("python", "-c", "import torch; print('torch', torch.__version__)")
+def shared_env(session: nox.Session) -> str:
+    """The checkout's one environment (``VENV``), made if it is not there; its python."""
+    python = os.path.join(VENV, "Scripts" if os.name == "nt" else "bin", "python")
+    if not os.path.exists(python):
+        session.log(f"making {VENV}: the one environment every session of this checkout shares")
+        session.run_install(sys.executable, "-m", "venv", *VENV_PARAMS, VENV, external=True)
+    return python
 
 
-def _torch_installed(session: nox.Session) -> bool:
-    """Whether the session's environment can already import torch 2.13 (reused, or the system's).
+def install(session: nox.Session) -> str:
+    """The shared environment with the CPU torch (unless it has torch) and perfsuite's dev extras; its python.
+
+    perfsuite is (re)installed only when pyproject.toml differs from the one it was installed with.
+    """
+    python = shared_env(session)
+    pip = (python, "-m", "pip")
+    if not SYSTEM_TORCH and not _torch_installed(session, python):
+        install_torch(session, pip)
+    stamp = os.path.join(VENV, ".perfsuite-pyproject")
+    wanted = _pyproject_digest()
+    if _read(stamp) != wanted:
+        session.log(f"installing perfsuite (editable) with its dev extras into {VENV}")
+        session.run_install(*pip, "install", PIP_QUIET, "-e", f"{ROOT}[dev]", external=True)  # torch stays
+        _write(stamp, wanted)
+    session.run_install(python, "-c", "import torch; print('torch', torch.__version__)", external=True)
+    return python
+
+
+def _pyproject_digest() -> str:
+    import hashlib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    except OSError:
+        pass  # no stamp: the next session installs again, nothing worse
+
+
+def _torch_installed(session: nox.Session, python: str) -> bool:
+    """Whether the shared environment can already import torch 2.13 (installed before, or the system's).
 
     run_install: the check belongs to the install step, so it also runs under --install-only (without it,
     pip would resolve torch from perfsuite's own requirement, which on a stock index is the CUDA build).
     """
-    answer = session.run_install("python", "-c", TORCH_PROBE, silent=True)
+    answer = session.run_install(python, "-c", TORCH_PROBE, silent=True, external=True)
     return isinstance(answer, str) and answer.strip().endswith("yes")
 
 
-def run_tests(session: nox.Session, marker: str) -> None:
+def bin_of(python: str, name: str) -> str:
+    """A console script of the shared environment (pytest, ruff, mypy)."""
+    return os.path.join(os.path.dirname(python), name)
+
+
+def activated(python: str, **extra: str) -> dict[str, str]:
+    """The environment variables of the shared environment activated: its bin/ first on PATH (so the tests'
+    own subprocesses find `perfsuite`), VIRTUAL_ENV set."""
+    bindir = os.path.dirname(python)
+    return {"PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "VIRTUAL_ENV": VENV, **extra}
+
+
+def run_tests(session: nox.Session, marker: str, python: str) -> None:
     """pytest over tests/ (not the perf suite) on two xdist workers, the tests ``marker`` selects."""
-    install(session)
     session.run(
+        python,
+        "-m",
         "pytest",
         "tests",
         "--ignore=tests/perf",
@@ -87,33 +162,36 @@ def run_tests(session: nox.Session, marker: str) -> None:
         "-n",
         os.environ.get("PERFSUITE_TEST_WORKERS", "2"),
         *session.posargs,
-        env={"PERFSUITE_HYPOTHESIS_PROFILE": os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")},
+        env=activated(python, PERFSUITE_HYPOTHESIS_PROFILE=os.environ.get("PERFSUITE_HYPOTHESIS_PROFILE", "ci")),
+        external=True,
     )
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """Unit, property and plugin tests (CPU; GPU-only tests skip with a reason): all but the slow ones."""
-    run_tests(session, "not slow")
+    run_tests(session, "not slow", install(session))
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session(venv_backend="none")
 def slow(session: nox.Session) -> None:
     """The slow end-to-end tests: the catch table's faults, DDP launches, tune, ab, doctor, bisect, and the history
     dashboard in headless Chromium (CI runs them too; the browser test skips, saying why, without chromium)."""
-    session.install("selenium>=4.20")  # drives the system's chromium (.ci/run installs it where it can)
-    run_tests(session, "slow")
+    python = install(session)
+    # drives the system's chromium (.ci/run installs it where it can)
+    session.run_install(python, "-m", "pip", "install", PIP_QUIET, "selenium>=4.20", external=True)
+    run_tests(session, "slow", python)
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
     """ruff (lint, format check), mypy over perfsuite/, and the import contract (lint-imports; pyproject.toml)."""
-    install(session)  # mypy reads torch's and numpy's own type information
-    session.install(*LINTERS)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("mypy")
-    session.run("lint-imports")
+    python = install(session)  # mypy reads torch's and numpy's own type information
+    session.run_install(python, "-m", "pip", "install", PIP_QUIET, *LINTERS, external=True)
+    session.run(bin_of(python, "ruff"), "check", ".", external=True)
+    session.run(bin_of(python, "ruff"), "format", "--check", ".", external=True)
+    session.run(bin_of(python, "mypy"), external=True)
+    session.run(bin_of(python, "lint-imports"), external=True)
 
 
 @nox.session
@@ -123,12 +201,14 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site", env=QUIET_MKDOCS)
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session(venv_backend="none")
 def perf(session: nox.Session) -> None:
     """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
-    install(session)
+    python = install(session)
     rerun = " ".join(["nox -s perf --", *session.posargs, "--perfsuite-update-exact"])
     session.run(  # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
+        python,
+        "-m",
         "pytest",
         "tests/perf",
         "-p",
@@ -136,31 +216,39 @@ def perf(session: nox.Session) -> None:
         "-rs",
         "--perfsuite-compare",
         *session.posargs,
-        env={UPDATE_EXACT: rerun},
+        env=activated(python, **{UPDATE_EXACT: rerun}),
+        external=True,
     )
+    session.log(f"perfsuite is installed in {VENV}: `source {ACTIVATE}` puts it on PATH")
 
 
-@nox.session(venv_params=VENV_PARAMS, default=False)
+@nox.session(venv_backend="none", default=False)
 def baseline(session: nox.Session) -> None:
     """Run the reference suite k times (3, or --perfsuite-baseline-runs N) and keep the runs as this machine's
     baselines: a wall-clock verdict needs several base runs (docs/baselines.md, Several runs per baseline)."""
-    install(session)
+    python = install(session)
     runs = BASELINE_RUNS
     for i, arg in enumerate(session.posargs):
         if arg.startswith("--perfsuite-baseline-runs"):
             runs = int(arg.split("=", 1)[1] if "=" in arg else session.posargs[i + 1])
     for _ in range(runs):
-        session.run("pytest", "tests/perf", "-p", "perfsuite", "--perfsuite-save", *session.posargs)
+        session.run(
+            python,
+            "-m",
+            "pytest",
+            "tests/perf",
+            "-p",
+            "perfsuite",
+            "--perfsuite-save",
+            *session.posargs,
+            env=activated(python),
+            external=True,
+        )
 
 
 @nox.session(venv_backend="none", default=False)
 def dev(session: nox.Session) -> None:
-    """A .venv in this directory with perfsuite (editable) and the CPU torch; `source .venv/bin/activate`
-    then puts `perfsuite` on PATH."""
-    session.run_install(sys.executable, "-m", "venv", ".venv", external=True)
-    bindir = os.path.join(".venv", "Scripts" if os.name == "nt" else "bin")
-    pip = (os.path.join(bindir, "python"), "-m", "pip")
-    if not SYSTEM_TORCH:
-        install_torch(session, pip)
-    session.run_install(*pip, "install", PIP_QUIET, "-e", ".[dev]", external=True)
-    session.log(f"perfsuite is installed in .venv: run `source {bindir}/activate`, then `perfsuite --help`")
+    """The shared .venv alone (CPU torch, perfsuite editable): `source .venv/bin/activate` puts `perfsuite` on
+    PATH."""
+    install(session)
+    session.log(f"perfsuite is installed in {VENV}: run `source {ACTIVATE}`, then `perfsuite --help`")

@@ -81,6 +81,10 @@ def main() -> int:
             "--out",
             str(page),
             "--overwrite",
+            "--repo",
+            str(ROOT),
+            "--commit",
+            args.rev,
         ],
         check=True,
     )

@@ -587,7 +587,7 @@ def _side_medians(s: ABSession, test_id: str) -> str:
         return "-"
     b = _median([p[0].value for p in track.pairs])
     h = _median([p[1].value for p in track.pairs])
-    return f"{b:.4g} -> {h:.4g}"
+    return f"{_num(b)} -> {_num(h)}"
 
 
 def _tail_medians(t: TestReport, metric: str, s: ABSession) -> tuple[float | None, float | None]:

@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="at a terminal, list each figure that was not judged for a reason many share (a busy machine, no "
+        "baseline value), instead of one line per reason",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         from perfsuite.report import terminal
 
         if terminal.is_terminal(out):
-            terminal.print_verdicts(verdicts, terminal.console_for(out))
+            terminal.print_verdicts(verdicts, terminal.console_for(out), verbose=args.verbose)
         else:
             print(report.format_markdown(verdicts), file=out)
     for line in written:

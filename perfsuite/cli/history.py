@@ -29,8 +29,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "files", nargs="*", metavar="FILE", help="Result files or folders (add), SHA=FILE or SHA=DIR (import)"
     )
     p.add_argument("--history", type=Path, default=Path("perf-history"), metavar="DIR", help="the history folder")
-    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="the git clone the commits are in")
-    p.add_argument("--commit", metavar="REV", default="HEAD", help="add: the commit the Results are of (default HEAD)")
+    p.add_argument(
+        "--repo", type=Path, default=Path("."), metavar="DIR", help="the git clone the commits are in (it orders them)"
+    )
+    p.add_argument(
+        "--commit",
+        metavar="REV",
+        default="HEAD",
+        help="add: the commit the Results are of; show, summary: the newest commit, whose first-parent line "
+        "orders the history (default HEAD)",
+    )
     p.add_argument("--test", metavar="NAME", help="add: the test name to file them under (default: each Result's)")
     p.add_argument("--out", type=Path, metavar="FILE", help="show: the dashboard's HTML file")
     p.add_argument("--png", type=Path, metavar="DIR", help="show: also a PNG per metric into DIR")
@@ -81,11 +89,24 @@ def run(args: argparse.Namespace) -> int:
         raise PerfsuiteError(
             f"history {args.action}: {args.history} holds no runs; record some with `perfsuite history add`"
         )
-    series = dashboard.build_series(entries)
+    from perfsuite.tools.history.ancestry import first_parent_line, off_line, rank_of
+
+    line = first_parent_line(args.repo, args.commit)  # the order: ancestry, never commit times
+    for problem in off_line(entries, line):
+        print(f"warning: {problem} ({args.commit} in {args.repo})", file=sys.stderr)
+    rank = rank_of(line)
+    on_line = [e for e in entries if e.commit in rank]
+    if not on_line:
+        raise PerfsuiteError(
+            f"history {args.action}: none of the {len(entries)} runs in {args.history} is of a commit on the "
+            f"first-parent line of {args.commit} in {args.repo}; pass --repo (the clone) and --commit (the newest)"
+        )
+    series = dashboard.build_series(on_line, line=line)
     if args.action == "summary":
         if args.last < 1:
             raise PerfsuiteError(f"--last {args.last}: write a number of commits >= 1")
-        print(dashboard.summary_markdown(series, args.last), end="")
+        newest = max(on_line, key=lambda e: rank[e.commit])
+        print(dashboard.summary_markdown(series, args.last, (newest.commit, newest.subject)), end="")
         return 0
     out = args.out or Path("perf-history.html")
     if out.exists() and not args.overwrite:

@@ -27,8 +27,10 @@ DESCRIPTION = (
     "perfsuite tune TARGET: hill-climbs num_workers (1, 2, 4, ... up to the usable cores), then prefetch_factor, "
     "pin_memory (CUDA) and persistent_workers, each step an interleaved A/B of fresh runs judged by perfsuite ab's "
     "rule; keeps the smallest setting within --delta of the best; writes a tune file keyed by this machine's "
-    "fingerprint and min_samples_per_s / max_data_wait_frac thresholds in pyproject.toml"
+    "fingerprint and min_samples_per_s / max_data_wait_frac thresholds in pyproject.toml. When no step was "
+    "decided (a busy machine drops every pair) it writes nothing and exits 3"
 )
+NOT_MEASURED = 3  # the exit status when no step was decided and nothing was written
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -193,6 +195,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if report.unmet:
         print("perfsuite tune: error: no setting met " + "; ".join(report.unmet), file=err)
         return 2
+    if report.not_written:
+        print(f"perfsuite tune: error: not tuned: {report.not_written}", file=err)
+        return NOT_MEASURED
     return 130 if report.interrupted else 0
 
 

@@ -57,7 +57,8 @@ def size_mb(mb: float) -> str:
 def human(value: Any, unit: str = "", counts: bool = True) -> str:
     """``value`` in ``unit`` (a metric registry unit) as people read it; ``-`` for None, yes/no for a flag.
 
-    ``counts=False`` leaves a count's unit out (``2``, not ``2 syncs/step``) where a column names the metric.
+    ``counts=False`` is for a column headed by the metric's name: it leaves a count's unit out (``2``, not
+    ``2 syncs/step``) and the ``/step`` or ``/sample`` the name already says (``131 kB``, not ``131 kB/step``).
     """
     if value is None:
         return "-"
@@ -68,7 +69,7 @@ def human(value: Any, unit: str = "", counts: bool = True) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "-"
     base, _, per = unit.partition("/")
-    suffix = f"/{per}" if per else ""
+    suffix = f"/{per}" if per and counts else ""
     if base == "ms":
         return duration_ms(float(value)) + suffix
     if base == "s":

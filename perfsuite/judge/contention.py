@@ -185,6 +185,17 @@ class Guard:
             outcome=Outcome.INCONCLUSIVE,
             message=f"{spec.name} {ABSTAINED}{self.figures()}: {what} (measured: {verdict.message})",
             cause=None,
+            unjudged=self.shared_reason(clock),
+        )
+
+    def shared_reason(self, clock: str | None) -> str:
+        """The reason every verdict this guard abstains on shares, for a one-line count in reports."""
+        bound = self.wall_bound if clock == "wall" else self.cpu_bound
+        kind = "wall-clock" if clock == "wall" else "CPU-time"
+        return (
+            f"the machine was busy: other processes took more than {bound:.0%} of the usable CPU in one of the two "
+            f"runs, beyond which {kind} figures are not compared (exact counters still are); rerun on a quiet "
+            "machine, or `perfsuite ab` for interleaved runs"
         )
 
 

@@ -34,6 +34,7 @@ from perfsuite.judge.timing import (
 from perfsuite.judge.verdict import (
     DEFAULT_ALPHA,
     DEFAULT_FACTOR,
+    NO_BASE_VALUE,
     Outcome,
     Verdict,
     direction,
@@ -167,6 +168,7 @@ def judge_metric(
             None,
             Outcome.NEW,
             f"{name} {format_value(h.value)}: no baseline value ({b.reason})",
+            unjudged=NO_BASE_VALUE,
         )
     if spec.exact and ("libraries" in b.detail or "libraries" in h.detail):
         from perfsuite.judge.libraries import mismatch

@@ -407,6 +407,7 @@ def missing_verdict(test_id: str, source: str, update: str, allowed: bool) -> Ve
             Outcome.NEW,
             f"no committed exact values for this test in {source} (allowed by --perfsuite-allow-missing-exact); "
             f"record them with `{update}`",
+            unjudged=f"no committed exact values in {source} (allowed); record them with `{update}`",
         )
     return Verdict(
         test_id,

@@ -33,6 +33,12 @@ class Outcome(str, Enum):
 
 
 FAILING = frozenset({Outcome.FAIL, Outcome.REGRESSED, Outcome.CHANGED})
+# Shared reasons a figure was not judged (Verdict.unjudged), each counted on one line by the reports.
+NO_BASELINE = "first run on this machine: no timing baseline yet (`nox -s baseline` or --perfsuite-save records one)"
+NO_BASE_VALUE = (
+    "the baseline run holds no value for them (it did not measure them: an older perfsuite, or a busy machine "
+    "that slowed a phase; each one's reason is in -v and the JSON); --perfsuite-save records them"
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,9 @@ class Verdict:
     """One metric's judgement. For a threshold verdict, ``base`` holds the bound.
 
     ``ratio`` is head / base (for step_ms: of the medians); ``cause`` is the
-    likely reason in the workload's terms, filled in by the plugin.
+    likely reason in the workload's terms, filled in by the plugin. ``unjudged`` is the reason a figure was
+    not judged when many share it (a busy machine, no baseline value yet): reports count such verdicts on one
+    line per reason instead of a paragraph each, and list them with ``--verbose`` and in the JSON.
     """
 
     test_id: str
@@ -51,6 +59,7 @@ class Verdict:
     outcome: Outcome
     message: str
     cause: str | None = None
+    unjudged: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -69,6 +78,7 @@ class Verdict:
             "outcome": self.outcome.value,
             "message": self.message,
             "cause": self.cause,
+            **({"unjudged": self.unjudged} if self.unjudged else {}),  # absent when judged: older reports read alike
         }
 
     @classmethod
@@ -82,17 +92,21 @@ class Verdict:
             outcome=Outcome(data["outcome"]),
             message=data["message"],
             cause=data.get("cause"),
+            unjudged=data.get("unjudged"),
         )
 
 
 def format_value(value: Any) -> str:
-    """Short, readable numbers for messages and tables: 0.62, 12.35, 3200."""
+    """Short, readable numbers for messages: 0.62, 12.35, 3200, 0.0000131 (never an exponent; units in
+    :mod:`perfsuite.core.units`, which tables use)."""
+    from perfsuite.core.units import sig
+
     if value is None:
         return "-"
     if isinstance(value, (bool, int)):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+        return f"{value:.0f}" if abs(value) >= 1e4 else sig(value, 4)
     return str(value)
 
 

@@ -607,6 +607,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         )
 
 
+NOTES_SHOWN = 3  # without -v, the session summary's notes: the most widely shared, and a count of the rest
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
@@ -624,14 +627,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     perf, tr = state.session, terminalreporter
     width = config.get_terminal_writer().fullwidth
     quiet = (Outcome.PASS, Outcome.UNCHANGED)
-    shown = perf.verdicts if config.get_verbosity() > 0 else [v for v in perf.verdicts if v.outcome not in quiet]
+    verbose = config.get_verbosity() > 0
+    shown = perf.verdicts if verbose else [v for v in perf.verdicts if v.outcome not in quiet]
     tr.write_sep("=", "perfsuite")
     if shown or perf.results:  # rich tables: coloured verdicts, wrapped reasons, human units (report.terminal)
         from perfsuite.report.terminal import session_summary
 
-        tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup)))
+        tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup), verbose))
     if perf.results:
-        for line in summary.format_notes(perf.results):
+        for line in summary.format_notes(perf.results, limit=None if verbose else NOTES_SHOWN):
             tr.write_line(line)
         note = summary.oversubscription_note(perf.results)
         if note:

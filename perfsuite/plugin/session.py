@@ -44,7 +44,7 @@ from perfsuite.judge.exact import (
 )
 from perfsuite.judge.settings import loader_settings
 from perfsuite.judge.thresholds import check_thresholds, parse_thresholds
-from perfsuite.judge.verdict import Outcome, Verdict
+from perfsuite.judge.verdict import NO_BASELINE, Outcome, Verdict
 from perfsuite.plugin.settings import Settings, machine_thresholds, machine_tuned
 
 # Baseline outcomes that count as having judged the test (new and unavailable do not).
@@ -250,6 +250,7 @@ class PerfSession:
                             None,
                             Outcome.NEW,
                             f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}",
+                            unjudged=NO_BASELINE,
                         )
                     )
                     return

@@ -19,6 +19,8 @@ from perfsuite.judge.baselines import parse_baseline, parse_baseline_runs
 from perfsuite.judge.engine import compare_results
 from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Outcome, Verdict
 
+NO_BASE_TEST = "new tests: BASE holds no result for them"
+
 
 def load_file(path: Path) -> tuple[str, Result]:
     """(test id, Result) from a baseline file or a bare Result file."""
@@ -103,7 +105,9 @@ def compare_sides(
     verdicts: list[Verdict] = []
     for test_id in sorted(set(base) | set(head)):
         if test_id not in base:
-            verdicts.append(Verdict(test_id, "*", None, None, None, Outcome.NEW, "no baseline for this test"))
+            verdicts.append(
+                Verdict(test_id, "*", None, None, None, Outcome.NEW, "no baseline for this test", unjudged=NO_BASE_TEST)
+            )
         elif test_id not in head:
             verdicts.append(
                 Verdict(

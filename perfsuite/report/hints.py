@@ -28,8 +28,8 @@ def what_would_decide(verdict: Verdict) -> str | None:
     Never more steps where they cannot help: a verdict the load guard abstained from (the machine was busy,
     :mod:`perfsuite.judge.contention`) or a figure from the loader replay's fixed batch count.
     """
-    if verdict.outcome is not Outcome.INCONCLUSIVE:
-        return None
+    if verdict.outcome is not Outcome.INCONCLUSIVE or verdict.unjudged:
+        return None  # a shared reason (a busy machine) says on its own line what to do
     spec = registry.find(verdict.metric)
     if verdict.message.startswith(f"{verdict.metric} {ABSTAINED}"):
         return f"to decide: the machine was too busy to judge it, and more steps will not change that; {ELSEWHERE}"

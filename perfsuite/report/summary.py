@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perfsuite.core.results import Result
+from perfsuite.core.units import metric_value
 from perfsuite.report.verdicts import cut
 
 PEOPLE_COLUMNS = (
@@ -12,18 +13,19 @@ PEOPLE_COLUMNS = (
     "samples/s",
     "input eff",
     "data-wait",
-    "loader CPU ms/sample",
+    "loader CPU/sample",
     "syncs/step",
     "AMP low-p",
     "graphs",
-    "H2D MB/step",
+    "H2D/step",
     "exact held",
 )
 
 
-def _figure(result: Result, name: str, fmt: str) -> str:
+def _figure(result: Result, name: str) -> str:
+    """A figure in its registry unit (perfsuite.core.units), the column naming what it is per; '-' if unmeasured."""
     metric = result.metric(name)
-    return "-" if not metric.available else format(metric.value, fmt)
+    return "-" if not metric.available else metric_value(name, metric.value, counts=False)
 
 
 def _input_eff(result: Result) -> str:
@@ -40,19 +42,18 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
     rows: list[tuple[str, ...]] = []
     for rid, r in results.items():
         graphs = r.metric("graph_breaks")
-        h2d = r.metric("h2d_bytes_per_step")
         held = exact_counts.get(rid)
         rows.append(
             (
                 rid,
-                _figure(r, "samples_per_s", ".1f"),
+                _figure(r, "samples_per_s"),
                 _input_eff(r),
-                _figure(r, "data_wait_frac", ".3f"),
-                _figure(r, "loader_cpu_ms_per_sample", ".3g"),
-                _figure(r, "syncs_per_step", "g"),
-                _figure(r, "amp_lowp_frac", ".2f"),
+                _figure(r, "data_wait_frac"),
+                _figure(r, "loader_cpu_ms_per_sample"),
+                _figure(r, "syncs_per_step"),
+                _figure(r, "amp_lowp_frac"),
                 str(graphs.detail.get("graphs", "-")) if graphs.available else "-",
-                f"{float(h2d.value) / 1e6:.3f}" if h2d.available else "-",  # type: ignore[arg-type]
+                _figure(r, "h2d_bytes_per_step"),
                 f"{held[0]}/{held[1]}" if held else "-",
             )
         )
@@ -60,16 +61,30 @@ def people_rows(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[
 
 
 def format_people(results: Mapping[str, Result], exact_counts: Mapping[str, tuple[int, int]], width: int = 120) -> str:
-    """The per-test figures table shown at the end of every session, passing or not."""
+    """The per-test figures: a table where it fits ``width``, else a block per test (its id, then its measured
+    figures, wrapped), so no figure is ever cut."""
     rows = people_rows(results, exact_counts)
     widths = [max([len(PEOPLE_COLUMNS[i])] + [len(r[i]) for r in rows]) for i in range(len(PEOPLE_COLUMNS))]
-    widths[0] = min(widths[0], max(20, width - sum(widths[1:]) - 2 * (len(PEOPLE_COLUMNS) - 1)))
+    if sum(widths) + 2 * (len(PEOPLE_COLUMNS) - 1) > width:
+        return "\n".join(_people_block(row, width) for row in rows)
 
     def line(cells: Sequence[str]) -> str:
-        first = cut(cells[0], widths[0]).ljust(widths[0])
-        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
+        return "  ".join([cells[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))]).rstrip()
 
     return "\n".join([line(PEOPLE_COLUMNS), *(line(r) for r in rows)])
+
+
+def _people_block(row: Sequence[str], width: int) -> str:
+    """``test`` then its measured figures, ``name value`` pairs packed on indented lines of at most ``width``."""
+    pairs = [f"{name} {value}" for name, value in zip(PEOPLE_COLUMNS[1:], row[1:]) if value != "-"]
+    lines = [cut(row[0], width)]
+    current = ""
+    for pair in pairs or ["no figure measured"]:
+        if current and len(current) + 3 + len(pair) > width:
+            lines.append(current)
+            current = ""
+        current = f"{current} · {pair}" if current else f"  {pair}"
+    return "\n".join([*lines, current])
 
 
 OVERSUBSCRIBED = "oversubscribed:"  # perfsuite.harness.threads notes start so (not imported: report < harness)
@@ -97,7 +112,7 @@ def gate_line(
     missing_allowed: bool = False,
     absent_files: Sequence[str] = (),
 ) -> str:
-    """``N exact checks held against committed baselines (file); M timing results new on this machine``.
+    """``N exact checks held against committed baselines (file); M tests with no timing baseline on this machine``.
 
     ``sources`` maps each result id to what its exact metrics were held against (the committed file's
     name, or ``this machine's baselines``); a plain sequence names committed files only. ``missing``
@@ -128,18 +143,29 @@ def gate_line(
     if missing:
         verdict = "reported as new" if missing_allowed else "failed"
         text += f"; {missing} test result(s) with no committed exact values ({verdict})"
-    return f"{text}; {timing_new} timing results new on this machine"
+    tests = "test" if timing_new == 1 else "tests"
+    return f"{text}; {timing_new} {tests} with no timing baseline on this machine yet"
 
 
-def format_notes(results: Mapping[str, Result]) -> list[str]:
+def format_notes(results: Mapping[str, Result], limit: int | None = None) -> list[str]:
     """The Results' notes (where a figure can mislead: pinning on a CPU run, a knob the device turned off,
-    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them."""
+    what perfsuite exec hooked), each once, with the results it applies to; whole, the terminal wraps them.
+
+    Oversubscription notes are left to :func:`oversubscription_note` (one line for all); past ``limit`` notes,
+    the most widely shared are kept and one line counts the rest.
+    """
     where: dict[str, list[str]] = {}
     for rid, result in results.items():
         for note in result.notes:
-            where.setdefault(note, []).append(rid)
+            if not note.startswith(OVERSUBSCRIBED):
+                where.setdefault(note, []).append(rid)
+    notes = list(where.items())
+    if limit is not None and len(notes) > limit:
+        notes = sorted(notes, key=lambda item: -len(item[1]))[:limit]
     lines = []
-    for note, rids in where.items():
+    for note, rids in notes:
         whom = rids[0] if len(rids) == 1 else f"{len(rids)} results"
         lines.append(f"note ({whom}): {note}")
+    if len(notes) < len(where):
+        lines.append(f"{len(where) - len(notes)} more notes: -v lists them (each Result's notes hold them too)")
     return lines

@@ -9,6 +9,7 @@ tests capture the output at a fixed width (``Console(record=True, width=...)``).
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
@@ -85,16 +86,28 @@ def _empty_new(v: Verdict) -> bool:
     return v.outcome is Outcome.NEW and v.base is None and v.head is None
 
 
-TEST_ID_WIDTH = 44  # a longer test id keeps its tail (the test's name and parameters)
+def shared_reason(v: Verdict) -> str | None:
+    """Why ``v`` was not judged, when many verdicts share the reason (counted on one line); None otherwise."""
+    return v.unjudged or (v.message if _empty_new(v) else None)
 
 
-def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> Table:
-    """One row per verdict, the most urgent first; figures in human units, the verdict coloured.
+FOLD = 20  # a longer value (a format, a list of sites) goes on its own line under its row, at any width
+BELOW = "(below)"
+INDENT = "  "  # a test's rows sit under its id
+GAP = "  "
+HEADERS = ("metric", "base", "head", "ratio", "verdict")
 
-    At ``width`` columns the test id gives way first (it keeps its tail), so the metric and verdict stay whole.
+
+def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> RenderableType:
+    """One row per verdict under its test id, the most urgent first; figures in human units, the verdict coloured.
+
+    Metric, base, head, ratio and verdict are never cut: the test id has a line of its own (cut from the
+    left when wider than the terminal, so it keeps the test's name), and a value wider than its column
+    (``FOLD`` characters, or half of what the width leaves) folds onto its own line under the row.
     """
     rows = [
         (
+            v,
             v.metric,
             metric_value(v.metric, v.base, counts=False),
             metric_value(v.metric, v.head, counts=False),
@@ -103,19 +116,46 @@ def verdict_table(verdicts: Sequence[Verdict], width: int | None = None) -> Tabl
         )
         for v in ordered(verdicts)
     ]
-    headers = ("metric", "base", "head", "ratio", "verdict")
-    others = sum(max(len(headers[i]), *(len(r[i]) for r in rows)) + 3 for i in range(5))  # + padding and rule
-    id_width = TEST_ID_WIDTH if width is None else max(12, min(TEST_ID_WIDTH, width - others - 2))
-    table = Table(show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
-    table.add_column("test", no_wrap=True)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("base", justify="right", no_wrap=True)
-    table.add_column("head", justify="right", no_wrap=True)
-    table.add_column("ratio", justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    for v, (metric, base, head, ratio, outcome) in zip(ordered(verdicts), rows):
-        table.add_row(*map(Text, (cut(v.test_id, id_width), metric, base, head, ratio)), outcome_text(outcome))
-    return table
+    if not rows:
+        return Text("")
+    metric_w = max(len(HEADERS[0]), *(len(r[1]) for r in rows))
+    ratio_w = max(len(HEADERS[3]), *(len(r[4]) for r in rows))
+    verdict_w = max(len(HEADERS[4]), *(len(r[5]) for r in rows))
+    limit = FOLD
+    if width is not None:
+        left = width - len(INDENT) - metric_w - ratio_w - verdict_w - 4 * len(GAP)
+        limit = max(len(BELOW), min(FOLD, left // 2))
+    value_w = max(len(BELOW), len(HEADERS[1]), *(len(c) for r in rows for c in r[2:4] if len(c) <= limit))
+
+    def line(metric: str, base: str, head: str, ratio: str, verdict: Text) -> Text:
+        out = Text(INDENT + metric.ljust(metric_w) + GAP)
+        out.append(GAP.join((base.rjust(value_w), head.rjust(value_w), ratio.rjust(ratio_w))) + GAP)
+        out.append_text(verdict)
+        return out
+
+    header = line(*HEADERS[:4], Text(HEADERS[4]))
+    header.stylize("bold")
+    parts: list[RenderableType] = [header, Text("─" * min(len(header), width or len(header)))]
+    by_test: dict[str, list[tuple]] = {}
+    for row in rows:
+        by_test.setdefault(row[0].test_id, []).append(row)
+    for test_id, group in by_test.items():
+        parts.append(Text(cut(test_id, width) if width else test_id, style="bold"))
+        for _, metric, base, head, ratio, outcome in group:
+            long = [(side, value) for side, value in (("base", base), ("head", head)) if len(value) > limit]
+            shown = [BELOW if len(value) > limit else value for value in (base, head)]
+            parts.append(line(metric, shown[0], shown[1], ratio, outcome_text(outcome)))
+            for side, value in long:
+                parts.append(Text(_folded(f"{side}: {value}", width)))
+    return Group(*parts)
+
+
+def _folded(text: str, width: int | None) -> str:
+    """``text`` on lines indented under its row, wrapped at ``width`` (one line when None)."""
+    indent = 2 * INDENT
+    if width is None:
+        return indent + text
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def reasons(verdicts: Sequence[Verdict]) -> list[RenderableType]:
@@ -133,13 +173,38 @@ def reasons(verdicts: Sequence[Verdict]) -> list[RenderableType]:
     return out
 
 
+def shared_lines(verdicts: Sequence[Verdict]) -> list[Text]:
+    """One line per shared reason: ``365 figures not judged: the machine was busy: ...``, most frequent first."""
+    groups: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        reason = shared_reason(v)
+        if reason:
+            groups.setdefault(reason, []).append(v)
+    out = []
+    for reason, group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        tests = all(v.metric in ("timing", "exact", "*") for v in group)  # one verdict stands for a whole test
+        noun = ("test" if tests else "figure") + ("s" if len(group) != 1 else "")
+        state = "new" if all(v.outcome is Outcome.NEW for v in group) else "not judged"
+        n = len({v.test_id for v in group})
+        where = f" in {n} test{'s' if n != 1 else ''}" if not tests else ""
+        line = Text()
+        line.append(f"{len(group)} {noun} {state}{where}", style=STYLES.get(group[0].outcome.value, ""))
+        line.append(f": {reason}")
+        out.append(line)
+    return out
+
+
 def verdicts_report(
-    verdicts: Sequence[Verdict], problems: Sequence[str] = (), partial: str | None = None, width: int | None = None
+    verdicts: Sequence[Verdict],
+    problems: Sequence[str] = (),
+    partial: str | None = None,
+    width: int | None = None,
+    verbose: bool = False,
 ) -> RenderableType:
-    """The summary line, the table (first-run ``new`` rows with nothing in them counted on one line), the reasons,
-    a legend of the verdicts shown."""
-    listed = [v for v in verdicts if not _empty_new(v)]
-    empty = len(verdicts) - len(listed)
+    """The summary line, the table and the reasons of the verdicts that need a look, one line per reason many
+    verdicts share (a busy machine, a first run: each listed with ``verbose``), a legend of the verdicts shown."""
+    shared = [v for v in verdicts if shared_reason(v)]
+    listed = [v for v in verdicts if not _empty_new(v) and (verbose or not shared_reason(v))]
     parts: list[RenderableType] = []
     if partial:
         parts.append(
@@ -152,13 +217,9 @@ def verdicts_report(
     if listed:
         parts.append(verdict_table(listed, width))
         parts += reasons(listed)
-    if empty:
-        parts.append(
-            Text(
-                f"{empty} result(s) new: no baseline on this machine yet, nothing to compare "
-                "(--perfsuite-save records one)"
-            )
-        )
+    parts += shared_lines(shared)
+    if any(not _empty_new(v) for v in shared) and not verbose:
+        parts.append(Text("(each of these figures: --verbose lists it here, -v under pytest; the JSON report)", "dim"))
     parts += [Text(p, style="red") for p in problems]
     labels = legend({v.outcome.value for v in listed})
     if labels:
@@ -171,8 +232,9 @@ def print_verdicts(
     console: Console,
     problems: Sequence[str] = (),
     partial: str | None = None,
+    verbose: bool = False,
 ) -> None:
-    console.print(verdicts_report(verdicts, problems, partial, console.width))
+    console.print(verdicts_report(verdicts, problems, partial, console.width, verbose))
 
 
 PEOPLE_LEGEND = (
@@ -183,21 +245,30 @@ PEOPLE_LEGEND = (
 )
 
 
+PEOPLE_ROWS = 8  # more results than this: their figures table is listed with -v only, so a green run fits a screen
+
+
 def session_summary(
     verdicts: Sequence[Verdict],
     results: Mapping[str, Result],
     exact_counts: Mapping[str, tuple[int, int]],
     width: int,
     markup: bool,
+    verbose: bool = False,
 ) -> str:
-    """The pytest session's verdict table (rich) and its per-test figures (report.summary's fixed-width table,
-    one line per test at any width) with a legend of their labels, for pytest's terminal writer."""
+    """The pytest session's verdicts (rich: see :func:`verdicts_report`) and its per-test figures
+    (report.summary, fitted to ``width``) with a legend of their labels, for pytest's terminal writer.
+
+    With more than ``PEOPLE_ROWS`` results the figures are one line saying ``-v`` lists them.
+    """
     from perfsuite.report.summary import format_people
 
-    parts = [to_text(verdicts_report(verdicts, width=width), width, markup)] if verdicts else []
-    if results:
+    parts = [to_text(verdicts_report(verdicts, width=width, verbose=verbose), width, markup)] if verdicts else []
+    if results and (verbose or len(results) <= PEOPLE_ROWS):
         parts.append(format_people(results, exact_counts, width=width))
         parts.append(to_text(Text("\n".join(PEOPLE_LEGEND), style="dim"), width, markup))
+    elif results:
+        parts.append(f"per-test figures (samples/s, input efficiency, data wait, ...) of {len(results)} results: -v")
     return "\n".join(parts)
 
 
@@ -387,7 +458,7 @@ def styled_lines(lines: Iterable[str]) -> RenderableType:
         stripped = line.strip()
         if stripped.startswith(("bottleneck:", "chosen:", "perfsuite doctor:", "perfsuite tune")):
             text.stylize("bold")
-        if stripped.startswith(("NOT MET", "error")):
+        if stripped.startswith(("NOT MET", "NOT TUNED", "error")):
             text.stylize("bold red")
         for word, style in STYLES.items():
             text.highlight_words([f" {word} ", f" {word}:", f"({word})"], style=style)

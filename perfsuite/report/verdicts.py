@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from perfsuite.core.results import Result
-from perfsuite.judge.verdict import Outcome, Verdict, format_value
+from perfsuite.core.units import metric_value
+from perfsuite.judge.verdict import Outcome, Verdict
 from perfsuite.report.hints import what_would_decide
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
@@ -76,7 +77,8 @@ def _ratio_text(ratio: float | None) -> str:
 
 
 def _row(v: Verdict) -> tuple[str, ...]:
-    return (v.test_id, v.metric, format_value(v.base), format_value(v.head), _ratio_text(v.ratio), v.outcome.value)
+    base, head = (metric_value(v.metric, x, counts=False) for x in (v.base, v.head))
+    return (v.test_id, v.metric, base, head, _ratio_text(v.ratio), v.outcome.value)
 
 
 def cut(text: str, width: int) -> str:

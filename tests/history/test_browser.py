@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_dashboard import _history
+from test_dashboard import LINE, _history
 
 from perfsuite.tools.history import dashboard
 
@@ -45,7 +45,7 @@ def _driver():
 
 def test_the_dashboard_renders_marks_filters_and_fetches_nothing(tmp_path: Path) -> None:
     page = tmp_path / "history.html"
-    dashboard.write_dashboard(page, dashboard.build_series(_history(tmp_path).entries()))
+    dashboard.write_dashboard(page, dashboard.build_series(_history(tmp_path).entries(), line=LINE))
     browser = _driver()
     try:
         browser.get(page.as_uri())
@@ -59,6 +59,14 @@ def test_the_dashboard_renders_marks_filters_and_fetches_nothing(tmp_path: Path)
         assert points[0].size["width"] > 0  # laid out, not only present in the markup
         marks = browser.find_elements(By.CSS_SELECTOR, "line.changepoint")
         assert len(marks) == 1
+        assert figures[0].get_attribute("data-metric") == "syncs_per_step"  # the series that changed comes first
+        [label] = browser.find_elements(By.CSS_SELECTOR, "text.cplabel")
+        assert label.text.startswith("4444444 commit 4") and label.is_displayed()
+        ticks = [t.text for t in figures[0].find_elements(By.CSS_SELECTOR, "text.xtick")]
+        assert ticks == [sha[:7] for sha in LINE]  # the x axis names the commits, oldest left
+        assert figures[0].find_element(By.CSS_SELECTOR, "text.ylabel").text == "syncs/step"
+        shot = tmp_path / "history.png"  # to look at: pytest --basetemp keeps it
+        assert browser.save_screenshot(str(shot)) and shot.read_bytes()[:4] == b"\x89PNG"
 
         Select(browser.find_element(By.ID, "f-metric")).select_by_value("syncs_per_step")
         shown = [f for f in browser.find_elements(By.CSS_SELECTOR, "figure.series") if f.is_displayed()]

@@ -12,6 +12,8 @@ from perfsuite.core.results import Metric
 from perfsuite.tools.history import dashboard
 from perfsuite.tools.history.store import HistoryStore
 
+LINE = [f"{i:x}" * 40 if i else SHA for i in range(6)]  # the commits' first-parent line, oldest first
+
 
 def _history(tmp_path: Path) -> HistoryStore:
     store = HistoryStore(tmp_path / "h")
@@ -27,32 +29,32 @@ def _history(tmp_path: Path) -> HistoryStore:
 
 def test_the_page_plots_points_marks_the_step_and_names_the_new_site(tmp_path: Path) -> None:
     store = _history(tmp_path)
-    series = dashboard.build_series(store.entries())
+    series = dashboard.build_series(store.entries(), line=LINE)
     syncs = next(s for s in series if s.metric == "syncs_per_step")
     assert syncs.exact and syncs.steps == [4]
     page = dashboard.render_html(series)
     assert page.count('class="point"') >= 6
     assert page.count('class="changepoint"') == 1
-    assert "syncs_per_step 1 -&gt; 2" in page and "train.py:60" in page and "commit 4" in page
+    assert "syncs_per_step 1 -&gt; 2 syncs/step" in page and "train.py:60" in page and "commit 4" in page
     assert 'id="f-test"' in page and 'id="f-metric"' in page and 'id="f-machine"' in page
     assert 'id="table"' in page and page.count("<tr ") >= 6
 
 
 def test_the_page_fetches_nothing(tmp_path: Path) -> None:
-    page = dashboard.render_html(dashboard.build_series(_history(tmp_path).entries()))
+    page = dashboard.render_html(dashboard.build_series(_history(tmp_path).entries(), line=LINE))
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "<link" not in page and "@import" not in page and "fetch(" not in page
 
 
 def test_commit_links_follow_the_template(tmp_path: Path) -> None:
     page = dashboard.render_html(
-        dashboard.build_series(_history(tmp_path).entries()), commit_url="https://example.org/c/{sha}"
+        dashboard.build_series(_history(tmp_path).entries(), line=LINE), commit_url="https://example.org/c/{sha}"
     )
     assert f"https://example.org/c/{'4' * 40}" in page
 
 
 def test_summary_and_pngs(tmp_path: Path) -> None:
-    series = dashboard.build_series(_history(tmp_path).entries())
+    series = dashboard.build_series(_history(tmp_path).entries(), line=LINE)
     text = dashboard.summary_markdown(series, last=3)
     assert "| train.py | syncs_per_step |" in text and "(3)" in text
     written = dashboard.write_pngs(series, tmp_path / "png")

@@ -37,7 +37,7 @@ def test_timing_baselines_elsewhere_never_move_the_committed_exact_file_nor_the_
     out.stdout.fnmatch_lines(
         [
             f"perfsuite: {held} exact checks held against committed baselines (baselines/exact/cpu__torch-*.json); "
-            "1 timing results new on this machine",
+            "1 test with no timing baseline on this machine yet",
             "perfsuite: note: pytest's rootdir is *a perfsuite option's value (space form*",
         ]
     )
@@ -101,7 +101,9 @@ def test_under_xdist_update_exact_writes_the_file_and_the_gate_line_counts_every
     held = sum(sum(v is not None for v in values.values()) for values in committed["tests"].values())
     out = project.runpytest_subprocess(*args, "--perfsuite-compare", timeout=300)
     out.assert_outcomes(passed=4)
-    out.stdout.fnmatch_lines([f"perfsuite: {held} exact checks held against committed baselines (*); 4 timing*"])
+    out.stdout.fnmatch_lines(
+        [f"perfsuite: {held} exact checks held against committed baselines (*); 4 tests with no timing baseline*"]
+    )
 
 
 def test_a_session_of_one_test_by_node_id_keeps_the_files_other_entries(project):

@@ -35,11 +35,12 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(
         [
-            "*2 result(s) new: no baseline on this machine yet*",  # counted, not listed as rows of '-'
+            "*1 test new: no committed exact values in*",  # counted, each reason on its line, not as rows of '-'
+            "*1 test new: first run on this machine: no timing baseline yet*",
             "*2 new, 1 pass*",
             "*0 exact checks held against committed baselines; no committed exact file applies to this run "
             "(*cpu__torch-*.json does not exist); 1 test result(s) with no committed exact values (reported as new);"
-            " 1 timing results new*",
+            " 1 test with no timing baseline on this machine*",
         ]
     )
     assert baseline_files(project.path) == []  # comparing never writes a baseline
@@ -133,7 +134,8 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(project):
     forced = run(project, "--perfsuite-compare", "--perfsuite-force", *ALLOW, *LENIENT)
     forced.assert_outcomes(passed=1)
     assert "comparison refused" not in forced.stdout.str()
-    assert "no timing baseline" not in forced.stdout.str().split("= perfsuite =")[1]
+    summary = forced.stdout.str().split("= perfsuite =")[1]
+    assert "first run on this machine" not in summary and "0 tests with no timing baseline" in summary
 
 
 def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
@@ -169,7 +171,7 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     held.stdout.fnmatch_lines(
         [
             f"*{len([v for v in values.values() if v is not None])} exact checks held against "
-            "committed baselines*; 1 timing results new on this machine"
+            "committed baselines*; 1 test with no timing baseline on this machine yet"
         ]
     )
 

@@ -42,3 +42,70 @@ def test_a_gain_is_no_effect_without_gain() -> None:
 def test_a_contended_run_says_so_in_its_record() -> None:
     assert RunRecord({}, samples_per_s=10.0, contended="neighbours 90%").to_dict()["contended"] == "neighbours 90%"
     assert "contended" not in RunRecord({}, samples_per_s=10.0).to_dict()
+
+
+class BusyTarget:
+    """A planted target (tests/tune/fakes.py) whose runs are contended where ``busy(knobs)`` says so."""
+
+    def __init__(self, busy, speed=None) -> None:
+        from fakes import FakeTarget, needs_two_workers
+
+        self.inner = FakeTarget(speed or needs_two_workers)
+        self.busy = busy
+        for name in ("name", "kind", "device", "test_key"):
+            setattr(self, name, getattr(self.inner, name))
+
+    def run(self, setting, reference: bool = False) -> RunRecord:
+        record = self.inner.run(setting, reference)
+        if not reference and self.busy(record.knobs):
+            record.contended = "neighbours and steal 76% of the usable CPU (bound 10%)"
+        return record
+
+
+def test_a_busy_machine_decides_no_step_and_tune_writes_nothing(tmp_path) -> None:
+    """Issue 47: every run contended ("0 pair(s) so far"), and tune still wrote a setting into pyproject.toml."""
+    from fakes import plenty
+
+    from perfsuite.tools.tune import lock_in, tune
+
+    report = tune(BusyTarget(lambda knobs: True), SearchConfig(max_workers=4, max_rounds=4), free=plenty)
+    assert report.search.trials and not any(t.decided for t in report.search.trials)
+    assert report.not_written and report.not_written.startswith("the machine was busy")
+    assert report.stopped.startswith("not tuned: the machine was busy") and "no gain" not in report.stopped
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[project]\nname = 'x'\n")
+    written = lock_in(report, tmp_path / "tuned", pyproject)
+    assert written.tune_file is None and written.thresholds is None
+    assert pyproject.read_text() == "[project]\nname = 'x'\n" and not (tmp_path / "tuned").exists()
+
+
+def test_the_command_exits_3_saying_why_and_what_to_do(tmp_path, monkeypatch, capsys) -> None:
+    from perfsuite.cli import tune as tune_cmd
+    from perfsuite.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tune_cmd, "_target", lambda args: BusyTarget(lambda knobs: True))
+    (tmp_path / "pyproject.toml").write_text("")
+    assert main(["tune", "face_parsing", "--max-workers", "2", "--max-rounds", "4"]) == tune_cmd.NOT_MEASURED == 3
+    err = capsys.readouterr().err
+    assert "perfsuite tune: error: not tuned: the machine was busy" in err and "Run tune again when" in err
+    assert (tmp_path / "pyproject.toml").read_text() == "" and not (tmp_path / "perfsuite-tuned").exists()
+
+
+def test_never_no_gain_beside_arms_that_do_not_overlap() -> None:
+    """The issue's persistent_workers arms, 44.3 [41..47.7] against 57.7 [50.6..63] samples/s, under 'no gain'."""
+    from fakes import plenty
+
+    from perfsuite.tools.tune import tune
+
+    def speed(knobs) -> float:
+        return (57.7 if knobs["persistent_workers"] else 44.3) * min(2, max(1, knobs["num_workers"]))
+
+    report = tune(
+        BusyTarget(lambda knobs: knobs["persistent_workers"], speed), SearchConfig(max_workers=2), free=plenty
+    )
+    [pw] = [t for t in report.search.trials if t.knob == "persistent_workers"]
+    assert pw.outcome == "undecided" and pw.contended and pw.arms_apart()
+    assert report.not_written is None  # num_workers was decided: its choice is measured
+    assert "no further step was a measured gain" not in report.stopped
+    assert "persistent_workers False -> True: undecided" in report.stopped and "measured apart" in report.stopped

@@ -40,7 +40,7 @@ def test_exit_status_and_markdown():
     code, out, err = run([DATA / "base.json", DATA / "head_slow.json"])
     assert code == 1 and err == ""
     assert out.startswith("**perfsuite:** 4 regressed, 1 unchanged")
-    assert "| data_wait_frac | 0.02 | 0.3 |" in out and "data-bound" in out
+    assert "| data_wait_frac | 2% | 30% |" in out and "data-bound" in out  # human units, as at a terminal
     code, out, _ = run([DATA / "base.json", DATA / "head_same.json"])
     assert code == 0 and "regressed" not in out
 

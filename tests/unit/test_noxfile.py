@@ -30,6 +30,8 @@ def noxfile() -> Any:
 
 
 class FakeSession:
+    """What a session would run, recorded; the torch probe answers ``has_torch``."""
+
     def __init__(self, has_torch: bool, index_reachable: bool = True) -> None:
         self.has_torch, self.index_reachable = has_torch, index_reachable
         self.calls: list[tuple[str, tuple[str, ...]]] = []
@@ -37,12 +39,12 @@ class FakeSession:
 
     def run_install(self, *args: str, **kwargs: Any) -> str | None:
         self.calls.append(("run_install", args))
-        return "yes\n" if self.has_torch else "no\n"
-
-    def install(self, *args: str, **kwargs: Any) -> None:
-        self.calls.append(("install", args))
         if "--index-url" in args and not self.index_reachable:
             raise nox.command.CommandFailed("unreachable")
+        return "yes\n" if self.has_torch else "no\n"
+
+    def install(self, *args: str, **kwargs: Any) -> None:  # a venv_backend="none" session has no install()
+        raise AssertionError("session.install would install into a per-session virtualenv")
 
     def log(self, message: str) -> None:
         self.calls.append(("log", (message,)))
@@ -51,29 +53,65 @@ class FakeSession:
         self.warnings.append(message)
 
     def installs(self) -> list[tuple[str, ...]]:
-        return [args for kind, args in self.calls if kind == "install"]
+        """The pip installs, after ``python -m pip install``."""
+        return [
+            args[4:] for kind, args in self.calls if kind == "run_install" and args[1:4] == ("-m", "pip", "install")
+        ]
 
 
-def test_the_cpu_wheel_index_is_used_for_torch(noxfile: Any) -> None:
+@pytest.fixture
+def venv(noxfile: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared environment's place, here under tmp_path (never the checkout's own .venv)."""
+    monkeypatch.setattr(noxfile, "VENV", str(tmp_path / ".venv"))
+    return tmp_path / ".venv"
+
+
+def test_the_cpu_wheel_index_is_used_for_torch(noxfile: Any, venv: Path) -> None:
     """Before: plain torch==2.13.0, which a stock Linux index resolves to the multi-GB CUDA build."""
     session = FakeSession(has_torch=False)
-    noxfile.install(session)
+    python = noxfile.install(session)
+    assert python == str(venv / "bin" / "python")
     torch_install, perfsuite_install = session.installs()
     assert torch_install[:4] == ("--quiet", "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu")
-    assert perfsuite_install == ("--quiet", "-e", ".[dev]")
-    assert session.calls[0][0] == "run_install"  # the check is part of the install step
+    assert perfsuite_install == ("--quiet", "-e", f"{noxfile.ROOT}[dev]")
+    assert session.calls[1][1][:2] == (sys.executable, "-m")  # the environment is made first, then checked
+    assert session.calls[2][1][0] == python  # the torch check runs in the shared environment (install step)
 
 
-def test_an_environment_that_has_torch_keeps_it(noxfile: Any) -> None:
+def test_an_environment_that_has_torch_keeps_it(noxfile: Any, venv: Path) -> None:
     session = FakeSession(has_torch=True)
     noxfile.install(session)
-    assert session.installs() == [("--quiet", "-e", ".[dev]")]
+    assert session.installs() == [("--quiet", "-e", f"{noxfile.ROOT}[dev]")]
 
 
-def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(noxfile: Any) -> None:
+def test_perfsuite_is_installed_again_only_when_pyproject_changed(noxfile: Any, venv: Path) -> None:
+    venv.mkdir()
+    noxfile.install(FakeSession(has_torch=True))  # writes the stamp
+    again = FakeSession(has_torch=True)
+    noxfile.install(again)
+    assert again.installs() == []
+    (venv / ".perfsuite-pyproject").write_text("another pyproject\n")
+    changed = FakeSession(has_torch=True)
+    noxfile.install(changed)
+    assert changed.installs() == [("--quiet", "-e", f"{noxfile.ROOT}[dev]")]
+
+
+def test_an_unreachable_cpu_index_falls_back_to_the_configured_indexes_with_a_warning(noxfile: Any, venv: Path) -> None:
     session = FakeSession(has_torch=False, index_reachable=False)
     noxfile.install(session)
     assert session.installs()[1] == ("--quiet", "torch==2.13.0") and "could not be used" in session.warnings[0]
+
+
+def test_every_session_that_needs_torch_shares_the_one_environment(noxfile: Any) -> None:
+    """Issue 47: four sessions installed four CPU torches (about 6 GB); now one .venv serves them all."""
+    from nox.registry import get
+
+    sessions = get()
+    for name in ("tests", "slow", "lint", "perf", "baseline", "dev"):
+        assert sessions[name].venv_backend == "none", name  # no virtualenv of its own: install() gives .venv's python
+    assert sessions["docs"].venv_backend != "none"  # mkdocs only: no torch
+    shared = Path(noxfile.VENV)
+    assert shared.name == ".venv" and str(shared.parent) == noxfile.ROOT  # in the checkout: one per checkout
 
 
 def test_the_cpu_index_is_configurable_through_an_environment_variable() -> None:

@@ -124,3 +124,18 @@ def test_the_summary_lists_each_note_once_with_the_results_it_applies_to():
     pinned = "pin_memory=True on a CPU run: without CUDA torch does not pin"
     lines = format_notes({"t::a": result(pinned), "t::b": result(pinned, "other"), "t::c": result()})
     assert lines == [f"note (2 results): {pinned}", "note (t::b): other"]
+
+
+def test_past_the_limit_the_most_shared_notes_stay_and_the_rest_are_counted():
+    from perfsuite.core.results import Fingerprint, Result
+    from perfsuite.report.summary import OVERSUBSCRIBED, format_notes
+
+    fp = Fingerprint("cpu", None, 0, None, None, "2.13.0", None, "3.11", "cpu", 2, "linux")
+    results = {
+        f"t::{i}": Result("w", "smoke", {}, {}, {}, fp, 4, 2, 1, notes=(f"note {i}", "shared", f"{OVERSUBSCRIBED} {i}"))
+        for i in range(6)
+    }
+    lines = format_notes(results, limit=2)
+    assert lines[0] == "note (6 results): shared" and len(lines) == 3  # oversubscription has its own line
+    assert lines[2] == "5 more notes: -v lists them (each Result's notes hold them too)"
+    assert len(format_notes(results)) == 7

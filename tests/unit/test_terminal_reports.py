@@ -75,8 +75,8 @@ def test_compare_markdown_for_a_pr_comment_says_what_would_decide_too() -> None:
 def test_a_first_run_counts_its_empty_new_rows_on_one_line() -> None:
     new = [Verdict(f"t{i}", "timing", None, None, None, Outcome.NEW, "no timing baseline") for i in range(24)]
     text = drawn(terminal.verdicts_report(new, width=WIDTH))
-    assert "24 result(s) new: no baseline on this machine yet" in text
-    assert "timing" not in text  # no rows of '-'
+    assert "24 tests new: no timing baseline" in text
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("timing")]  # no rows of '-'
 
 
 def cpu_run() -> Result:
@@ -219,3 +219,123 @@ def test_compare_writes_the_markdown_file_it_is_asked_for_announces_it_and_never
     with contextlib.redirect_stderr(err):
         assert main([*argv, "--markdown", str(out)]) == 2
     assert "exists; remove it or give another file" in err.getvalue()
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def face_parsing_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int, *extra: str) -> str:
+    """``COLUMNS=width perfsuite compare`` at a terminal on two smoke runs of face_parsing (2026-11-27, the busy
+    2-core VM) whose head's output format is planted to differ (float32 where uint8 was): a long label row."""
+    import argparse
+    import json
+    import re
+
+    from perfsuite.cli import compare as compare_cmd
+
+    head = json.loads((DATA / "results" / "face_parsing_head.json").read_text(encoding="utf-8"))
+    fmt = head["metrics"]["loader_output_format"]
+    fmt["value"] = fmt["value"].replace("Tensor uint8 3x64x64", "Tensor float32 3x64x64")
+    (tmp_path / "face_parsing.json").write_text(json.dumps(head), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", str(width))
+    parser = argparse.ArgumentParser()
+    compare_cmd.add_arguments(parser)
+    out, err = Tty(), io.StringIO()
+    argv = [str(DATA / "results" / "face_parsing_base.json"), str(tmp_path / "face_parsing.json"), *extra]
+    code = compare_cmd.run(parser.parse_args(argv), out, err)
+    assert code == 1  # the format changed
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_compare_of_face_parsing_fits_the_terminal_and_cuts_no_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """Issue 47: at 120 columns the format cell took the width and cut metric names to ``step_…``."""
+    text = face_parsing_compare(tmp_path, monkeypatch, width, "--verbose")
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    verdicts, _ = judge_paths(
+        DATA / "results" / "face_parsing_base.json", DATA / "results" / "face_parsing_head.json", 1.05, 0.01, False
+    )
+    assert len(verdicts) > 20
+    for v in verdicts:  # every row whole: metric, ratio and verdict on the metric's own line
+        row = [line for line in lines if line.startswith(f"  {v.metric} ")]
+        assert len(row) == 1, (v.metric, row)
+        ratio = "-" if v.ratio is None else f"x{v.ratio:.3f}"
+        assert f" {ratio} " in row[0] and row[0].split()[-1] in ("unchanged", "inconclusive", "changed", "new")
+    fmt = next(i for i, line in enumerate(lines) if line.startswith("  loader_output_format "))
+    assert lines[fmt].split()[-1] == "changed" and "(below)" in lines[fmt]
+    assert lines[fmt + 1].lstrip().startswith("base: __getitem__ -> tuple(Tensor uint8 3x64x64")  # folded under it
+    snapshot(f"compare_face_parsing_{width}.txt", face_parsing_compare(tmp_path, monkeypatch, width))
+
+
+def test_a_busy_machine_is_one_line_with_its_count_not_a_paragraph_per_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs were contended: their wall-clock figures abstain together, on one line; --verbose lists each."""
+    quiet = face_parsing_compare(tmp_path, monkeypatch, 100)
+    verdicts, _ = judge_paths(
+        DATA / "results" / "face_parsing_base.json", DATA / "results" / "face_parsing_head.json", 1.05, 0.01, False
+    )
+    busy = [v for v in verdicts if v.unjudged and v.unjudged.startswith("the machine was busy")]
+    assert busy and all(v.outcome is Outcome.INCONCLUSIVE for v in busy)
+    assert f"{len(busy)} figures not judged in 1 test: the machine was busy" in quiet
+    assert quiet.count("the machine was busy") == 1 and "  step_ms " not in quiet
+    loud = face_parsing_compare(tmp_path, monkeypatch, 100, "--verbose")
+    assert "  step_ms " in loud and " ".join(loud.split()).count("not judged: head run:") == len(busy)
+
+
+def test_the_json_report_keeps_each_figure_not_judged_and_its_shared_reason() -> None:
+    from perfsuite.report.verdicts import read_report, to_json
+
+    verdicts, _ = judge_paths(
+        DATA / "results" / "face_parsing_base.json", DATA / "results" / "face_parsing_head.json", 1.05, 0.01, False
+    )
+    rows = read_report(to_json(verdicts))["results"]
+    busy = [r for r in rows if str(r.get("unjudged", "")).startswith("the machine was busy")]
+    assert len(busy) == sum(1 for v in verdicts if v.unjudged) and all("not judged" in r["message"] for r in busy)
+
+
+def test_a_green_session_on_a_busy_machine_ends_in_a_screenful() -> None:
+    """Issue 47: 365 contended figures were 365 paragraphs (4,631 lines); now one line with the count and why."""
+    from perfsuite.core import metrics as registry
+    from perfsuite.judge.contention import Guard, Load
+
+    guard = Guard(Load(0.5, 0.6, 2.2), Load(0.4, 0.2, 1.9))
+    wall = [s.name for s in registry.all_specs() if s.kind == "timing" and s.name != "step_cpu_ms"][:12]
+    tests = [f"tests/perf/test_loader.py::test_loader_settings[job{i}-workers2]" for i in range(30)]
+    verdicts = [
+        guard.apply(registry.get(m), Verdict(t, m, 10.0, 10.5, 1.05, Outcome.UNCHANGED, f"{m} 10 -> 10.5"))
+        for t in tests
+        for m in wall
+    ]
+    results = {t: cpu_run() for t in tests}
+    shown = [v for v in verdicts if v.outcome not in (Outcome.PASS, Outcome.UNCHANGED)]  # as the plugin passes them
+    assert len(shown) > 200
+    text = terminal.session_summary(shown, results, {t: (3, 3) for t in tests}, 80, markup=False)
+    lines = text.splitlines()
+    assert len(lines) <= 40, text
+    assert f"{len(shown)} figures not judged in 30 tests: the machine was busy" in " ".join(text.split())
+    assert "per-test figures (samples/s, input efficiency, data wait, ...) of 30 results: -v" in text
+    assert max(map(len, lines)) <= 80
+
+
+def test_new_figures_and_new_tests_are_counted_apart_so_the_counts_agree() -> None:
+    """Issue 47: '14 new' beside '0 timing results new': figures without a baseline value are not tests without a
+    baseline, and each line says which it counts."""
+    from perfsuite.judge.verdict import NO_BASE_VALUE, NO_BASELINE
+    from perfsuite.report.summary import gate_line
+
+    figures = [
+        Verdict("t::a", m, None, 1.0, None, Outcome.NEW, f"{m} 1: no baseline value", unjudged=NO_BASE_VALUE)
+        for m in ("loader_calls_per_sample", "loader_read_bytes_per_sample", "loader_output_bytes_per_sample")
+    ]
+    first = [Verdict("t::b", "timing", None, None, None, Outcome.NEW, "no timing baseline", unjudged=NO_BASELINE)]
+    text = " ".join(drawn(terminal.verdicts_report(figures + first, width=WIDTH)).split())
+    assert "perfsuite: 4 new" in text
+    assert "3 figures new in 1 test: the baseline run holds no value for them" in text
+    assert "1 test new: first run on this machine: no timing baseline yet" in text
+    assert gate_line({}, 0, 1, {}).endswith("; 1 test with no timing baseline on this machine yet")

@@ -76,4 +76,4 @@ def test_the_summary_notes_oversubscribed_runs_and_shows_the_loader_cost() -> No
     assert note and note.startswith("note: 1 of 2 run(s) oversubscribed the cores") and "t::a" in note
     assert oversubscription_note({"t::b": results["t::b"]}) is None
     table = format_people(results, {})
-    assert "loader CPU ms/sample" in table and "1.25" in table
+    assert "loader CPU/sample" in table and "1.25 ms" in table

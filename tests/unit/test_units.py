@@ -45,3 +45,33 @@ def test_a_metric_takes_its_registry_unit_and_a_column_may_leave_a_count_bare() 
     assert metric_value("peak_rss_mb", 1234.0) == "1.2 GB"
     assert metric_value("syncs_per_step", 2, counts=False) == "2"
     assert metric_value("no_such_metric", 3.14159) == "3.14"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "text"),
+    [
+        ("flops_per_step", 1.58e9, "1.58 GFLOP"),
+        ("h2d_bytes_per_step", 131180.0, "131 kB"),
+        ("main_load_ms_per_step", 0.975, "0.975 ms"),
+        ("step_ms", 1438.0, "1.44 s"),
+    ],
+)
+def test_a_column_named_by_the_metric_leaves_out_the_per_step_its_name_says(name: str, value: float, text: str) -> None:
+    assert metric_value(name, value, counts=False) == text
+    assert metric_value(name, value).startswith(text)
+
+
+def test_no_figure_is_ever_written_with_an_exponent() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from perfsuite.judge.verdict import format_value
+
+    units = ["ms", "ms/step", "s", "MB", "bytes/step", "FLOP/step", "fraction", "syncs/step", "samples/s", ""]
+
+    @given(st.floats(min_value=-1e15, max_value=1e15, allow_nan=False), st.sampled_from(units))
+    def check(value: float, unit: str) -> None:
+        for text in (human(value, unit), human(value, unit, counts=False), format_value(value)):
+            assert "e+" not in text and "e-" not in text, text
+
+    check()

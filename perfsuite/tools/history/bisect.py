@@ -126,7 +126,10 @@ class Culprit:
     candidates: list[str] = field(default_factory=list)
 
     def describe(self, metric: str) -> str:
-        text = f"{self.commit[:12]} {self.subject!r}: {metric} {self.before} -> {self.after}"
+        from perfsuite.core.units import metric_value
+
+        moved = f"{metric_value(metric, self.before, counts=False)} -> {metric_value(metric, self.after)}"
+        text = f"{self.commit[:12]} {self.subject!r}: {metric} {moved}"
         return text + (f": {self.sites}" if self.sites else "") + f" (first changed after {self.parent[:12]})"
 
 

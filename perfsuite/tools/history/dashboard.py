@@ -2,10 +2,11 @@
 
 The dashboard is one HTML file with everything inline (SVG plots, a little CSS and script for the
 filters): it opens from disk or any static host, and makes no network request. Per test, metric and
-machine it plots the value over commits (in commit-time order) with each run's interval where the run
-has per-step samples (their 10th to 90th percentile), exact counters drawn as steps, and the change
-points (:mod:`.changepoints`) marked, each listed with its commit, the value before and after and, for a
-counter with call sites, which sites changed.
+machine it plots the value over commits in ancestry order (:mod:`.ancestry`), the series that moved first,
+with each run's interval where the run has per-step samples (their 10th to 90th percentile), exact counters
+drawn as steps, and the change points (:mod:`.changepoints`) marked and labelled with their commit, each
+listed with the value before and after and, for a counter with call sites, which sites changed. Values are
+in the metric's unit (:mod:`perfsuite.core.units`), the x axis names the commits.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from perfsuite.core import metrics as registry
+from perfsuite.core.units import human
 from perfsuite.tools.history.changepoints import exact_steps, noisy_steps
 from perfsuite.tools.history.store import Entry
 
-WIDTH, HEIGHT, PAD = 640, 220, 44
+WIDTH, HEIGHT = 640, 250
+LEFT, RIGHT, TOP, BOTTOM = 92, 16, 22, 46  # room for the y ticks in units, the commits and the axis title
 
 
 @dataclass
@@ -60,10 +64,22 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def build_series(entries: Iterable[Entry], min_relative: float = 0.05) -> list[Series]:
-    """One series per (test, metric, machine), points in commit-time order, change points found."""
+def build_series(
+    entries: Iterable[Entry], min_relative: float = 0.05, line: Sequence[str] | None = None
+) -> list[Series]:
+    """One series per (test, metric, machine), points in ancestry order, change points found.
+
+    ``line`` is the newest commit's first-parent line, oldest first (:func:`.ancestry.first_parent_line`):
+    the points follow it, and runs of commits off it are left out (:func:`.ancestry.off_line` names them).
+    Without it (a history read with no clone at hand, as in tests) the entries are taken in the order given.
+    """
+    if line is not None:
+        from perfsuite.tools.history.ancestry import rank_of
+
+        rank = rank_of(line)
+        entries = sorted((e for e in entries if e.commit in rank), key=lambda e: (rank[e.commit], e.recorded))
     grouped: dict[tuple[str, str, str], list[Point]] = defaultdict(list)
-    for e in sorted(entries, key=lambda e: (e.commit_time, e.recorded)):
+    for e in entries:
         for name, metric in e.result.metrics.items():
             value = _number(metric.value) if metric.available else None
             if value is None:
@@ -87,10 +103,15 @@ def build_series(entries: Iterable[Entry], min_relative: float = 0.05) -> list[S
     return series
 
 
+def value_text(s: Series, value: float | None, counts: bool = True) -> str:
+    """A value of ``s`` as people read it (:mod:`perfsuite.core.units`): ``1.58 GFLOP/step``, ``41.7 ms``."""
+    return human(value, s.unit, counts)
+
+
 def change_text(s: Series, i: int) -> str:
     """What changed at change point ``i``: the value before and after, and the call sites that moved."""
     before, after = s.points[i - 1], s.points[i]
-    text = f"{s.metric} {before.value:.4g} -> {after.value:.4g}"
+    text = f"{s.metric} {value_text(s, before.value, counts=False)} -> {value_text(s, after.value)}"
     if before.detail.get("sites") is not None or before.detail.get("by") is not None:
         from perfsuite.judge.sites import describe, site_changes
 
@@ -100,23 +121,59 @@ def change_text(s: Series, i: int) -> str:
     return text
 
 
+def commit_label(p: Point, width: int = 28) -> str:
+    """``a1b2c3d subject`` cut to ``width`` characters: a change point's label on the plot."""
+    text = f"{p.commit[:7]} {p.subject}"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+X_LABELS = 8  # at most this many commits named under the x axis (the first, the last, evenly between)
+
+
+def _x_ticks(n: int) -> list[int]:
+    if n <= X_LABELS:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (X_LABELS - 1)) for k in range(X_LABELS)})
+
+
 def _svg(s: Series) -> str:
+    """The plot: y ticks in the metric's unit, the x axis named by commits (oldest left), change points labelled."""
     pts = s.points
     values = [p.value for p in pts] + [v for p in pts for v in (p.low, p.high) if v is not None]
     lo, hi = min(values), max(values)
     if hi == lo:
         lo, hi = lo - max(1.0, abs(lo) * 0.1), hi + max(1.0, abs(hi) * 0.1)
     n = len(pts)
+    top, bottom = TOP, HEIGHT - BOTTOM
 
     def x(i: int) -> float:
-        return PAD + (WIDTH - 2 * PAD) * (i / (n - 1) if n > 1 else 0.5)
+        return LEFT + (WIDTH - LEFT - RIGHT) * (i / (n - 1) if n > 1 else 0.5)
 
     def y(v: float) -> float:
-        return HEIGHT - PAD + (v - lo) / (hi - lo) * -(HEIGHT - 2 * PAD)
+        return bottom - (v - lo) / (hi - lo) * (bottom - top)
 
     parts = [f'<svg class="plot" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img">']
-    parts.append(f'<text x="4" y="{PAD - 8}" class="axis">{hi:.4g}</text>')
-    parts.append(f'<text x="4" y="{HEIGHT - PAD + 14}" class="axis">{lo:.4g}</text>')
+    parts.append(f'<line class="frame" x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{bottom}"/>')
+    parts.append(f'<line class="frame" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{bottom}" y2="{bottom}"/>')
+    for v in (lo, (lo + hi) / 2, hi):
+        parts.append(
+            f'<text class="axis ytick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">'
+            f"{html.escape(value_text(s, v, counts=False))}</text>"
+        )
+    unit = s.unit or "count"
+    parts.append(
+        f'<text class="axis ylabel" x="12" y="{(top + bottom) / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {(top + bottom) / 2:.1f})">{html.escape(unit)}</text>'
+    )
+    for i in _x_ticks(n):
+        parts.append(
+            f'<text class="axis xtick" x="{x(i):.1f}" y="{bottom + 16}" text-anchor="middle">'
+            f"{html.escape(pts[i].commit[:7])}</text>"
+        )
+    parts.append(
+        f'<text class="axis xlabel" x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">'
+        f"commit ({n}, oldest to newest along the first-parent line)</text>"
+    )
     if s.exact:  # a counter holds its value until the next commit: a step line
         d = f"M {x(0):.1f} {y(pts[0].value):.1f}" + "".join(
             f" H {x(i):.1f} V {y(p.value):.1f}" for i, p in enumerate(pts) if i
@@ -129,14 +186,18 @@ def _svg(s: Series) -> str:
             parts.append(
                 f'<line class="interval" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(p.low):.1f}" y2="{y(p.high):.1f}"/>'
             )
-    for i in s.steps:
+    for k, i in enumerate(s.steps):
         cx = (x(i - 1) + x(i)) / 2
+        anchor = "end" if cx > (LEFT + WIDTH - RIGHT) / 2 else "start"
+        dx = -4 if anchor == "end" else 4
         parts.append(
-            f'<a href="#cp-{s.slug}-{i}"><line class="changepoint" x1="{cx:.1f}" x2="{cx:.1f}" y1="{PAD / 2}" '
-            f'y2="{HEIGHT - PAD / 2}"><title>{html.escape(change_text(s, i))}</title></line></a>'
+            f'<a href="#cp-{s.slug}-{i}"><line class="changepoint" x1="{cx:.1f}" x2="{cx:.1f}" y1="{top - 4}" '
+            f'y2="{bottom}"><title>{html.escape(change_text(s, i))}</title></line>'
+            f'<text class="cplabel" data-commit="{html.escape(pts[i].commit)}" x="{cx + dx:.1f}" '
+            f'y="{top + 8 + 12 * (k % 3)}" text-anchor="{anchor}">{html.escape(commit_label(pts[i]))}</text></a>'
         )
     for i, p in enumerate(pts):
-        title = html.escape(f"{p.commit[:10]} {p.subject}: {p.value:.6g} {s.unit}")
+        title = html.escape(f"{p.commit[:10]} {p.subject}: {value_text(s, p.value)}")
         parts.append(
             f'<circle class="point" cx="{x(i):.1f}" cy="{y(p.value):.1f}" r="3.5"><title>{title}</title></circle>'
         )
@@ -160,6 +221,9 @@ figcaption{font-size:.9em;margin-bottom:.3em}
 .interval{stroke:#9bb7dd;stroke-width:3}
 .changepoint{stroke:#cc0000;stroke-width:2;stroke-dasharray:4 3}
 .axis{font-size:11px;fill:#666}
+.xtick{font-family:monospace}
+.frame{stroke:#bbb;stroke-width:1}
+.cplabel{font-size:11px;fill:#cc0000}
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:2px 6px}
 .hidden{display:none}
 """
@@ -193,6 +257,11 @@ def _data_attrs(s: Series) -> str:
     )
 
 
+def changed_first(series: Sequence[Series]) -> list[Series]:
+    """The series with a change point first (a moved figure is what a reader came for), then the rest."""
+    return sorted(series, key=lambda s: not s.steps)
+
+
 def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_url: str | None = None) -> str:
     """The dashboard page (see the module docstring)."""
     tests = sorted({s.test for s in series})
@@ -202,7 +271,9 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
         "<!doctype html><html><head><meta charset='utf-8'><title>perfsuite history</title>",
         f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
         f"<h1>perfsuite history</h1><p>{len(series)} series over "
-        f"{len({p.commit for s in series for p in s.points})} commits. Exact counters are drawn as steps; "
+        f"{len({p.commit for s in series for p in s.points})} commits, in ancestry order (the newest commit's "
+        f"first-parent line, oldest left), {sum(bool(s.steps) for s in series)} of them with a change point, "
+        "shown first. Exact counters are drawn as steps; "
         "red dashed lines are change points (every change of an exact counter; on timings PELT, penalty "
         "4 log(n) sigma^2, and a 5% minimum shift); bars are each run's 10th-90th percentile of its steps.</p>",
         "<p>",
@@ -216,7 +287,7 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
             "<p><b>Entries skipped:</b></p><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in problems) + "</ul>"
         )
     out.append('<div id="plots">')
-    for s in series:
+    for s in changed_first(series):
         attrs = _data_attrs(s)
         caption = " &middot; ".join(
             [f"<b>{html.escape(s.metric)}</b> ({html.escape(s.unit)})", html.escape(s.test), html.escape(s.machine)]
@@ -238,14 +309,22 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
     )
     for s in series:
         for p in s.points:
-            interval = f"{p.low:.4g}..{p.high:.4g}" if p.low is not None and p.high is not None else ""
+            interval = (
+                f"{value_text(s, p.low, counts=False)}..{value_text(s, p.high)}"
+                if p.low is not None and p.high is not None
+                else ""
+            )
             out.append(
                 f"<tr {_data_attrs(s)}><td>{html.escape(s.test)}</td><td>{html.escape(s.metric)}</td>"
                 f"<td>{html.escape(s.machine)}</td><td>{_commit_link(p.commit, commit_url)}</td>"
-                f"<td>{p.value:.6g}</td><td>{interval}</td></tr>"
+                f"<td>{html.escape(value_text(s, p.value))}</td><td>{html.escape(interval)}</td></tr>"
             )
     out.append("</table></div></body></html>\n")
     return "".join(out)
+
+
+def _tick(s: Series, value: float, _pos: int) -> str:
+    return value_text(s, value, counts=False)
 
 
 def write_pngs(series: Sequence[Series], folder: Path) -> list[Path]:
@@ -254,6 +333,7 @@ def write_pngs(series: Sequence[Series], folder: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     from perfsuite.core import tmpfiles
 
@@ -276,8 +356,23 @@ def write_pngs(series: Sequence[Series], folder: Path) -> list[Path]:
             )
             for i in s.steps:
                 ax.axvline(i - 0.5, color="#cc0000", ls="--", lw=1)
+                ax.annotate(
+                    commit_label(s.points[i]),
+                    (i - 0.5, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    rotation=90,
+                    va="top",
+                    ha="right",
+                    fontsize=7,
+                    color="#cc0000",
+                )
         ax.set_title(metric)
-        ax.set_xlabel("commit (oldest to newest)")
+        ax.set_xlabel("commit (oldest to newest along the first-parent line)")
+        longest = max(group, key=lambda s: len(s.points))
+        ticks = _x_ticks(len(longest.points))
+        ax.set_xticks(ticks, [longest.points[i].commit[:7] for i in ticks], fontsize=7, family="monospace")
+        ax.set_ylabel(group[0].unit or "count")
+        ax.yaxis.set_major_formatter(FuncFormatter(partial(_tick, group[0])))
         ax.legend(fontsize=6, loc="best")
         fig.tight_layout()
         import io
@@ -291,8 +386,16 @@ def write_pngs(series: Sequence[Series], folder: Path) -> list[Path]:
     return written
 
 
-def summary_markdown(series: Sequence[Series], last: int = 20) -> str:
-    """For a PR comment: each series' newest value against its previous ``last`` commits."""
+def summary_markdown(series: Sequence[Series], last: int = 20, newest: tuple[str, str] | None = None) -> str:
+    """For a PR comment: the commits where a figure moved among the newest ``last`` + 1 (ancestry order), then
+    each series' newest value against its previous ``last`` commits. ``newest``: (sha, subject) of the newest
+    commit recorded on the line, named in the heading."""
+    changes = []
+    for s in changed_first(series):
+        for i in s.steps:
+            if i >= len(s.points) - last - 1:
+                p = s.points[i]
+                changes.append(f"- `{p.commit[:10]}` {p.subject}: {change_text(s, i)} ({s.test}, {s.machine})")
     rows = [
         "| test | metric | machine | head | last commits (min..max) | change at head |",
         "|---|---|---|---|---|---|",
@@ -303,11 +406,17 @@ def summary_markdown(series: Sequence[Series], last: int = 20) -> str:
         head, before = s.points[-1], s.points[-1 - last : -1]
         lo, hi = min(p.value for p in before), max(p.value for p in before)
         at_head = len(s.points) - 1 in s.steps
+        span = f"{value_text(s, lo, counts=False)}..{value_text(s, hi)}"
         rows.append(
-            f"| {s.test} | {s.metric} | {s.machine} | {head.value:.4g} | {lo:.4g}..{hi:.4g} ({len(before)}) | "
+            f"| {s.test} | {s.metric} | {s.machine} | {value_text(s, head.value)} | {span} ({len(before)}) | "
             f"{change_text(s, len(s.points) - 1) if at_head else 'no'} |"
         )
-    return f"**perfsuite history**: the newest commit against the {last} before it\n\n" + "\n".join(rows) + "\n"
+    named = f" (`{newest[0][:10]}` {newest[1]})" if newest is not None else ""
+    moved = "\n".join(changes) if changes else f"No figure moved in the last {last + 1} commits."
+    return (
+        f"**perfsuite history**: the newest commit{named} against the {last} before it, in ancestry order\n\n"
+        f"{moved}\n\n" + "\n".join(rows) + "\n"
+    )
 
 
 def write_dashboard(

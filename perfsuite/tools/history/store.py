@@ -58,7 +58,7 @@ class Entry:
     """One recorded run."""
 
     commit: str
-    commit_time: float  # seconds since the epoch, the committer date: the dashboard's order
+    commit_time: float  # seconds since the epoch, the committer date (kept; the order is ancestry's: .ancestry)
     subject: str
     machine: dict[str, Any]
     test: str

@@ -86,7 +86,14 @@ class TimingBisect:
         probe = next(p for p in self.probes if p.commit == self.culprit)
         assert self.culprit is not None and self.parent is not None
         before, after = probe.good_median, probe.candidate_median
-        values = f"{before:.4g} -> {after:.4g}" if before is not None and after is not None else "?"
+        from perfsuite.core.units import metric_value, sig
+
+        if before is None or after is None:
+            values = "?"
+        elif self.value_label:  # a derived per-run value: its label names the unit
+            values = f"{sig(before)} -> {sig(after)}"
+        else:
+            values = f"{metric_value(self.metric, before, counts=False)} -> {metric_value(self.metric, after)}"
         return (
             f"{self.culprit[:12]} {self.subject!r}: {self.metric} {values} "
             f"({self.value_label or 'its value'}, median per run, GOOD vs it; "

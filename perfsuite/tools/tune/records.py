@@ -84,6 +84,20 @@ class Trial:
     def gain(self) -> bool:
         return self.outcome == "gain"
 
+    @property
+    def decided(self) -> bool:
+        """Whether counted pairs (or a failed run) decided this step; undecided and interrupted steps measured
+        nothing tune may act on."""
+        return self.outcome in ("gain", "same", "worse", "out of memory", "failed")
+
+    def arms_apart(self) -> bool:
+        """Whether the two settings' samples/s intervals, over every run of each (contended ones too), do not
+        overlap: a difference the report must not call "no gain", decided or not."""
+        base, head = summarize(self.base_runs), summarize(self.head_runs)
+        if None in (base.low, base.high, head.low, head.high):
+            return False
+        return base.high < head.low or head.high < base.low  # type: ignore[operator]
+
     def speedup(self) -> tuple[float, float, float] | None:
         """Candidate samples/s over the accepted setting's: (estimate, low, high) of the decision's interval."""
         d = self.decision

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.results import Fingerprint
+from perfsuite.core.units import metric_value
 from perfsuite.tools.tune.guard import MB, Footprint, Free, Guard, free_now
 from perfsuite.tools.tune.lockin import thresholds_from, tune_file_path, write_thresholds, write_tune_file
 from perfsuite.tools.tune.progress import Quiet, trial_line
-from perfsuite.tools.tune.records import RunRecord, Summary, label, summarize
+from perfsuite.tools.tune.records import RunRecord, Summary, Trial, label, summarize
 from perfsuite.tools.tune.search import Interrupted, Search, SearchConfig, worker_ladder
 from perfsuite.tools.tune.targets import Target, TuneError
 
@@ -47,6 +48,7 @@ class TuneReport:
     stopped: str
     load: dict[str, list[float]] = field(default_factory=dict)
     unmet: list[str] = field(default_factory=list)
+    not_written: str | None = None  # why nothing may be written: no step decided (:func:`not_measured`)
 
     @property
     def machine(self) -> str:
@@ -98,6 +100,7 @@ class TuneReport:
             "elapsed_s": round(self.elapsed_s, 1),
             "stopped": self.stopped,
             "unmet": self.unmet,
+            "not_written": self.not_written,
         }
 
 
@@ -159,15 +162,12 @@ def tune(
         stopped = f"stopped: {exc}; kept the best setting found so far"
     finally:
         progress.close()
-    undecided = [t for t in search.trials if t.effect_without_gain]
-    if stopped.startswith("done") and undecided:  # never "no gain" beside an interval that excludes 1
-        from perfsuite.tools.tune.progress import trial_line
-
-        stopped = (
-            "done: no further step was decided a gain, but "
-            + "; ".join(trial_line(t) for t in undecided)
-            + " measured an effect that its rounds did not decide: more --max-rounds would"
-        )
+    undecided = [t for t in search.trials if not t.gain and (t.effect_without_gain or t.arms_apart())]
+    if stopped.startswith("done") and undecided:  # never "no gain" beside intervals that exclude 1 or do not overlap
+        stopped = "done: no further step was decided a gain, but " + "; ".join(map(_apart, undecided))
+    unmeasured = not_measured(search.trials, config)
+    if unmeasured:
+        stopped = f"not tuned: {unmeasured}"
     runs = search.runs_of(search.current)
     bounds, notes = thresholds_from(runs)
     busy = [r.contended for r in runs if r.contended]
@@ -196,9 +196,45 @@ def tune(
         elapsed_s=time.perf_counter() - started,
         stopped=stopped,
         load=load,
+        not_written=unmeasured,
     )
     report.unmet = _unmet(checks, runs)
     return report
+
+
+def _apart(trial: Trial) -> str:
+    """``persistent_workers False -> True: 44.3 [41..47.7] vs 57.7 [50.6..63] samples/s (...)``: measured apart."""
+    base, head = summarize(trial.base_runs), summarize(trial.head_runs)
+    why = (
+        f"{trial.contended} contended run(s) not counted in its pairs"
+        if trial.contended
+        else "its rounds did not decide it: more --max-rounds would"
+    )
+    return f"{trial_line(trial)}: {base.text()} vs {head.text()} measured apart ({why})"
+
+
+def not_measured(trials: Sequence[Trial], config: SearchConfig) -> str | None:
+    """Why tune may write nothing: it ran steps and not one was decided (None when one was, or none ran).
+
+    A busy machine drops every pair (perfsuite.judge.contention), and the setting tune would write is then
+    the cheapest it starts from, never measured against the job's own: writing it would change the job on
+    no evidence.
+    """
+    if not trials or any(t.decided for t in trials):
+        return None
+    runs = sum(len(t.base_runs) + len(t.head_runs) for t in trials)
+    contended = sum(t.contended for t in trials)
+    if contended:
+        return (
+            f"the machine was busy: {contended} of the {runs} runs of {len(trials)} step(s) ran while other "
+            "processes took the cores (perfsuite.judge.contention), so their pairs were not counted and no step "
+            "was decided; nothing was written. Run tune again when the machine is quiet (`uptime`'s load "
+            "average below the usable cores, no build or test beside it), or on the runner that gates"
+        )
+    return (
+        f"no step was decided within --max-rounds {config.max_rounds} ({runs} runs of {len(trials)} step(s)); "
+        "nothing was written. Give the steps more rounds (--max-rounds, --budget) or a larger --delta"
+    )
 
 
 def _required(required: Mapping[str, float]) -> list[Any]:
@@ -223,7 +259,8 @@ def _unmet(checks: Sequence[Any], runs: Sequence[RunRecord]) -> list[str]:
         median = values[len(values) // 2]
         if check.fails(median):
             out.append(
-                f"{check.name}={check.bound:g}: the best setting found reaches {median:.4g} (median of its runs)"
+                f"{check.name}={check.bound:g}: the best setting found reaches {metric_value(check.metric, median)} "
+                "(median of its runs)"
             )
     return out
 
@@ -249,6 +286,8 @@ def lock_in(
     done = LockIn()
     if report.unmet:
         done.skipped.append("nothing written: a required bound was not met")
+        return done
+    if report.not_written:  # nothing measured: neither the tune file nor the thresholds (the report says why)
         return done
     path = out_file or tune_file_path(out_root, report.fingerprint.key(), report.target)
     done.tune_file = write_tune_file(path, report.to_dict(), overwrite=force)
@@ -276,11 +315,14 @@ def format_report(report: TuneReport) -> str:
     """What the terminal shows at the end: the choice, each trial with its interval, what was not tried, the bounds."""
     s = report.search
     lines = [
-        f"perfsuite tune {report.target} ({report.kind}) on {report.machine}, device {report.device}: "
-        f"{report.stopped} after {report.elapsed_s:.0f} s",
+        f"perfsuite tune {report.target} ({report.kind}) on {report.machine}, device {report.device}, "
+        f"{report.elapsed_s:.0f} s: {report.stopped if not report.not_written else 'not tuned'}",
         f"  started from: {label(report.start)}",
-        f"  chosen:       {label(report.chosen)}  ->  {report.chosen_summary.text()}",
     ]
+    if report.not_written:  # nothing chosen, nothing bounded: the job keeps its own settings
+        lines.append(f"  NOT TUNED: {report.not_written}")
+    else:
+        lines.append(f"  chosen:       {label(report.chosen)}  ->  {report.chosen_summary.text()}")
     if report.config.batch:
         lines.append("  batch_size was searched (--batch): it changes the training recipe (learning rate, schedule)")
     lines.append(
@@ -297,10 +339,11 @@ def format_report(report: TuneReport) -> str:
     for item in s.not_tried:
         lines.append(f"  - {item['knob']}={item['value']} not tried: {item['why']}")
     lines += [f"  note: {n}" for n in s.notes]
-    if report.thresholds:
+    if report.thresholds and not report.not_written:
         bounds = ", ".join(f"{k} = {v:g}" for k, v in report.thresholds.items())
         lines.append(f"  thresholds for {report.test_key!r} on {report.machine!r}: {bounds}")
-    lines += [f"  {n}" for n in report.threshold_notes]
+    if not report.not_written:
+        lines += [f"  {n}" for n in report.threshold_notes]
     lines.append(f"  {report.guard}")
     if report.cores:
         lines.append(f"  cores: {report.cores}")
