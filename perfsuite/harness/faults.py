@@ -84,8 +84,7 @@ REFERENCES: dict[str, Reference] = {
             steps=2,
             warmup=0,
             observe_steps=6,
-            why="seed 003's fixed step: bf16 autocast, no host reads, pinned batches copied with non_blocking=True; "
-            "6 observed steps = one smoke epoch",
+            why="seed 003's fixed step: bf16, no host reads, pinned non-blocking copies; 6 observed steps = 1 epoch",
         ),
         Reference(
             "masks",
