@@ -161,6 +161,7 @@ def format_run(result: Any) -> str:
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
     lines += [f"  note: {note}" for note in result.notes]
+    lines += [f"  stopped: {result.script.describe()}"] if result.script is not None else []
     from perfsuite.judge.contention import session_line
 
     contention = session_line({"this run": result})  # how busy the machine was (perfsuite.judge.contention)

@@ -9,9 +9,13 @@ that iterator yields is a step boundary: the step is everything the script does
 from one batch to the next (forward, backward, logging, the evaluation at an
 epoch's end). The script's loop thus calls the run's one driver
 (:mod:`perfsuite.harness.driver`) at each boundary, as a Job's loop does: the
-same phases (warm-up, window, speed of light served through the script's loop as
-copies of one cached batch, the probes' after-window work such as the loader
+same phases (warm-up, window, the probes' after-window work such as the loader
 ledger's replay, period scan, observed steps), the same probes, the same stream.
+A script gets no speed of light: extra steps could only run through its own
+loop body, which nothing can undo (:mod:`perfsuite.harness.state`); every step
+it takes is one a plain run takes too, on the same batches, so what it computes
+and saves is what ``python train.py`` computes and saves up to the batch where
+perfsuite stops it (recorded as the Result's :class:`perfsuite.core.results.ScriptStop`).
 What is a script's own is here:
 
 1. which DataLoader is the training one (``DataLoader.__iter__`` is hooked on
@@ -46,9 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.knobs import Knobs
+from perfsuite.core.results import ScriptStop
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
 from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
+from perfsuite.harness.state import SCRIPT_NO_SOL
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog
 from perfsuite.jobs.script import EXEC_NOTE, LoaderChoice, Script
@@ -175,7 +181,10 @@ class _ScriptSource:
         return made
 
     def direct_step(self) -> None:
-        return None  # the step is the script's own loop: the speed of light is served through it
+        return None  # the step is the script's own loop body: no speed of light (perfsuite.harness.state)
+
+    def state_objects(self) -> list[Any]:
+        return []
 
     def setup(self) -> tuple[Any, RunContext]:
         """The first batch: find what the probes hook and bind the job."""
@@ -313,9 +322,10 @@ def _run(script: Script) -> None:
 
 @dataclass
 class ScriptRun(Recorded):
-    """What a script's phases recorded, with the Result's notes."""
+    """What a script's phases recorded, with the Result's notes and where the script was stopped."""
 
     notes: list[str] = field(default_factory=list)
+    stop: ScriptStop | None = None
 
 
 def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRun:
@@ -370,7 +380,8 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
     threads = fit_threads(ran.job, reference=False, where="the script")  # notes only: a script keeps its threads
     found = f"{EXEC_NOTE}{script.command()}: {source.describe_loader()}; {source.found.describe()}"
     notes = [found, *threads.notes]
-    return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes)
+    stop = ScriptStop(driver.batches, source.epochs, {"speed of light": SCRIPT_NO_SOL})
+    return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes, stop)
 
 
 def _no_chosen_loader(source: _ScriptSource, again: Any) -> ScriptError:
@@ -411,7 +422,6 @@ def _ended_early(script: Script, spec: Any, source: _ScriptSource) -> ScriptErro
     return ScriptError(
         f"{script.command()} ended after {driver.batches} training batch(es) ({source.epochs} epoch(s)), in the "
         f"{driver.phase} phase; this run needs at least {needed} (warm-up {spec.warmup}, window {spec.steps}, then "
-        f"the period scan and {spec.observe_steps} observed step(s)) plus {spec.sol_steps + 1} loop iterations fed a "
-        "cached batch: give the script more epochs or data (its own arguments), or ask for fewer steps "
-        "(--steps, --warmup, --period-steps)"
+        f"the period scan and {spec.observe_steps} observed step(s)): give the script more epochs or data (its own "
+        "arguments), or ask for fewer steps (--steps, --warmup, --period-steps)"
     )
