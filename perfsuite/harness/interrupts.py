@@ -116,3 +116,36 @@ def guarded() -> Iterator[InterruptGuard]:
     finally:
         if installed:
             GUARD.uninstall()
+
+
+class Terminated(BaseException):
+    """SIGTERM (a CI job's timeout, ``kill``) in the main thread: the run unwinds through its ``finally`` blocks
+    (workers shut down) and the CLI exits 143, so the process's exit handlers run and remove what it made in
+    TMPDIR (``perfsuite-stacks-<pid>/``), which the default action, ending the process at once, would leave."""
+
+
+@contextlib.contextmanager
+def terminate_unwinds() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the body runs (main thread only; the previous handler after).
+
+    A forked child (a DataLoader worker) inherits the handler: there SIGTERM ends the process as by default.
+    """
+    import os
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
