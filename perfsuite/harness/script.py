@@ -455,7 +455,7 @@ def _exits_caught(source: _ScriptSource) -> Iterator[None]:
             real(2)
         raise _Exited(status)
 
-    os._exit = caught  # type: ignore[assignment]
+    os._exit = caught
     try:
         yield
     finally:

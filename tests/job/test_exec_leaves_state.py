@@ -90,3 +90,14 @@ def test_a_jobs_speed_of_light_leaves_its_model_optimizer_scheduler_and_generato
     # the observed step starts from the generators' state the speed of light started from: the same draws
     warmup_window = 1 + 3
     assert draws[warmup_window + 3] == draws[warmup_window] != draws[warmup_window + 1]
+
+
+@pytest.mark.slow
+def test_doctors_unchanged_run_of_a_script_saves_what_a_plain_run_saves(plain, tmp_path):
+    # the doctor's runs are fresh processes running the script as exec does; its counterfactuals change the
+    # script's loader settings on purpose, so they are left out here
+    argv = ["doctor", "--rounds", "1", "--no-counterfactuals", "--steps", "10", "--warmup", "2", "--period-steps", "12"]
+    argv += ["--observe-steps", "2", "--", "python", str(SCRIPT), str(tmp_path), "4"]
+    assert main(argv) == 0
+    mine, theirs = saved(tmp_path), saved(plain)
+    assert sorted(mine) == ["epoch0.json", "epoch1.json"] and all(mine[name] == theirs[name] for name in mine)
