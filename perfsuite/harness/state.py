@@ -130,11 +130,14 @@ def _has_state(obj: Any) -> bool:
 
 def held_by(step: Any) -> list[Any]:
     """The objects with a state a Job's step holds beyond the Job's model and optimizer: its closure's cells (a
-    scheduler, a GradScaler, an EMA the fixture made) and, for a bound method, its instance's attributes."""
+    scheduler, a GradScaler, an EMA the fixture made), the module globals its code names, and, for a bound
+    method, its instance's attributes."""
     out: list[Any] = []
     for cell in getattr(step, "__closure__", None) or ():
         with contextlib.suppress(ValueError):  # an empty cell
             out.append(cell.cell_contents)
+    code, names = getattr(step, "__code__", None), getattr(step, "__globals__", {})
+    out += [names[name] for name in getattr(code, "co_names", ()) if name in names]
     owner = getattr(step, "__self__", None)
     if owner is not None:
         out += list(getattr(owner, "__dict__", {}).values())
