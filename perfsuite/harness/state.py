@@ -91,7 +91,11 @@ class Snapshot:
             if obj is None or id(obj) in seen or not _has_state(obj):
                 continue
             seen.add(id(obj))
-            self._states.append((obj, _host_copy(obj.state_dict())))
+            try:
+                state = _host_copy(obj.state_dict())
+            except Exception:  # noqa: BLE001 - an object whose state_dict() needs arguments: not one to put back
+                continue
+            self._states.append((obj, state))
             for param in obj.parameters() if callable(getattr(obj, "parameters", None)) else ():
                 self._grads.append((param, None if param.grad is None else param.grad.detach().clone()))
         self._rng = RngState.take()
@@ -125,6 +129,9 @@ def _host_copy(value: Any) -> Any:
 
 
 def _has_state(obj: Any) -> bool:
+    """An instance (not a class a step names) with ``state_dict`` and ``load_state_dict``."""
+    if isinstance(obj, type):
+        return False
     return callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))
 
 

@@ -12,11 +12,12 @@ from perfsuite.harness.state import held_by, kept_rng, undone
 MODEL = torch.nn.Linear(2, 2)
 SCHED_OPT = torch.optim.SGD(MODEL.parameters(), lr=0.1)
 SCHED = torch.optim.lr_scheduler.StepLR(SCHED_OPT, step_size=1)
+LAYER = torch.nn.Linear  # a class has state_dict too, as an unbound function
 
 
-def module_step(batch):  # names module globals, as a step in a user's perf_jobs.py does
+def module_step(batch):  # names module globals, as a step in a user's perf_jobs.py does (a class too: skipped)
     SCHED.step()
-    return MODEL(batch)
+    return LAYER(2, 2) if batch is None else MODEL(batch)
 
 
 def test_held_by_finds_the_closure_the_globals_the_step_names_and_a_methods_instance_but_no_loader():
