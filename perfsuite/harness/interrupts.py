@@ -124,28 +124,56 @@ class Terminated(BaseException):
     TMPDIR (``perfsuite-stacks-<pid>/``), which the default action, ending the process at once, would leave."""
 
 
+# A Terminated raised inside an at-fork hook or a __del__ (a DataLoader forking its workers at an epoch's start)
+# is printed as "unraisable" and dropped, as a Ctrl-C is: SIGTERM is sent again every RESEND_S until the body
+# has unwound, RESENDS times; then the exit handlers run and the process ends with 143 regardless.
+RESEND_S = 2.0
+RESENDS = 5
+
+
 @contextlib.contextmanager
-def terminate_unwinds() -> Iterator[None]:
+def terminate_unwinds(line: str) -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` while the body runs (main thread only; the previous handler after).
 
-    A forked child (a DataLoader worker) inherits the handler: there SIGTERM ends the process as by default.
+    ``line`` is what the process prints if it has to end itself (the body never unwound, see RESENDS). A forked
+    child (a DataLoader worker) inherits the handler: there SIGTERM ends the process as by default.
     """
+    import atexit
     import os
+    import sys
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pid = os.getpid()
+    unwound = threading.Event()
+    started: list[threading.Thread] = []
+
+    def resend() -> None:
+        for _ in range(RESENDS):
+            if unwound.wait(RESEND_S):
+                return
+            os.kill(pid, signal.SIGTERM)
+        if not unwound.wait(RESEND_S):
+            print(line, file=sys.stderr, flush=True)
+            atexit._run_exitfuncs()
+            os._exit(143)
 
     def terminated(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != pid:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        if not started:
+            started.append(threading.Thread(target=resend, name="perfsuite-sigterm", daemon=True))
+            started[0].start()
         raise Terminated
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
         yield
+    except Terminated:
+        unwound.set()
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)

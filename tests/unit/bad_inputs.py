@@ -353,5 +353,10 @@ def sigterm_when_ready(case: Case, cwd: Path, env: dict[str, str], tmpdir: Path)
         time.sleep(0.1)
     time.sleep(0.5)  # into the run's window
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        return -9, "the process did not end within 120 s of SIGTERM\n" + err
     return proc.returncode, err
