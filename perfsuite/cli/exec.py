@@ -118,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         if args.out is not None:
             _write(args.out, result, args.overwrite)
             print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
+    if args.json and result.script is not None:  # the table says it; JSON on stdout, so say it here too
+        print(f"perfsuite exec: {result.script.describe()}", file=sys.stderr)
     print(result.to_json() if args.json else _table(result))
     return 0
 
