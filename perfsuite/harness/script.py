@@ -370,7 +370,9 @@ def _drive(script: Script, spec: Any, probes: Sequence[Probe], source: _ScriptSo
                 if driver.phase != DONE:
                     failure = _ended_early(script, spec, source, f"called os._exit({exc.status})")
             except SystemExit as exc:
-                if exc.code not in (None, 0):
+                if exc.code not in (None, 0) and driver.phase != DONE:
+                    failure = _ended_early(script, spec, source, f"exited with status {exc.code!r}")
+                elif exc.code not in (None, 0):
                     failure = ScriptError(
                         f"{script.command()} exited with status {exc.code!r} after {driver.batches} training batch(es)"
                     )

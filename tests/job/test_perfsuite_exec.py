@@ -158,7 +158,10 @@ def write(tmp_path: Path, name: str) -> Path:
     ("name", "words"),
     [
         ("no_loader", "ended without iterating a torch DataLoader"),
-        ("short", "ended after 2 training batch(es) (1 epoch(s)), in the window phase; this run needs at least"),
+        (
+            "short",
+            "ended after 2 training batch(es) (1 epoch(s)), in the window phase, before the measured window ended; ",
+        ),
         ("raises", "raised ValueError: bad batch (4, 2)"),
         ("exits", "exited with status 3 after 1 training batch"),
     ],
