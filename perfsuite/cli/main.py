@@ -65,14 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from perfsuite.harness.interrupts import Terminated, terminate_unwinds
 
-    terminated = f"perfsuite: terminated (SIGTERM) in perfsuite {args.subcommand}; no result was written"
-
     try:
         check(args)  # every argument, name and output path, before any work
-        with terminate_unwinds(terminated):  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
+        with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
             return int(args.func(args))
     except Terminated:
-        print(terminated, file=sys.stderr)
+        print(f"perfsuite: terminated (SIGTERM) in perfsuite {args.subcommand}; no result was written", file=sys.stderr)
         return 143
     except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
         print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
