@@ -47,6 +47,7 @@ class PropertyViolation(AugmentationError, AssertionError):
     """
 
     cause: str | None = None  # the classified cause (perfsuite.augment.hints), when one was found
+    where: str | None = None  # the fix in the user's terms, at the line of the transform that did it
 
     def __init__(self, prop: str, message: str, sample: int | None = None) -> None:
         where = f" in sample {sample}" if sample is not None else ""

@@ -151,16 +151,20 @@ class CompiledCallsInWindow(Probe):
         self.calls = sum(1 for e in prof.events() if any(m in e.name for m in COMPILED_MARKERS))
 
 
-def check_script_transform(script: Any, *, samples: int = 8, seeds: int = 4, subpixel: bool | None = None) -> Any:
+def check_script_transform(
+    script: Any, *, samples: int = 8, seeds: int = 4, subpixel: bool | None = None, transform: str | None = None
+) -> Any:
     """``perfsuite check`` from a test: the paired-augmentation properties on ``script``'s own training transform.
 
     ``script`` is a :class:`perfsuite.Script` whose ``num_classes`` (and ``flip_pairs``, ``ignore_index``) say the
-    labels. Raises :class:`perfsuite.errors.PropertyViolation` (``.cause`` names the fault) on the first broken
-    property; returns the :class:`perfsuite.harness.transform_check.CheckReport` of what was checked::
+    labels; ``transform`` is ``--transform`` (default: the outermost call in ``dataset[i]`` that takes and returns
+    the image and mask). Raises :class:`perfsuite.errors.PropertyViolation` (``.cause`` names the fault, ``.where``
+    the fix at the line that did it) on the first broken property; returns the
+    :class:`perfsuite.harness.transform_check.CheckReport` of what was checked::
 
         def test_my_augmentation():
             check_script_transform(perfsuite.Script(["train.py", "--data", "data"], num_classes=19))
     """
     from perfsuite.harness.transform_check import check_script
 
-    return check_script(script, samples=samples, seeds=seeds, subpixel=subpixel)
+    return check_script(script, samples=samples, seeds=seeds, subpixel=subpixel, transform=transform)

@@ -2,18 +2,22 @@
 
     python scripts/doctor_predictions.py [--pairs 3] [--steps 12] [--out docs/data/doctor_predictions.json]
 
-Each case is a tiny job with one planted cost (a CPU busy loop in the collate, the decode, an evaluation
-every 5 steps; workers forked again at each epoch; num_workers=0; a per-step ``.item()``). The doctor
-diagnoses it (2 rounds, no counterfactuals) and its finding for that cost gives the predicted samples/s
-ratio of the fix; the fix (the planted cost removed, or the knob the finding names) is then measured as
-interleaved pairs of single runs against the job as it is (ABBA order), with a 95% t-interval of the
-ratio. Prints the markdown table of docs/loader.md with the load average before and after.
+Each case is a tiny job with one planted cost or setting: workers forked again at each epoch (persistent
+workers), 2 workers filling 2 cores (fewer workers), 1 worker beside a free core (more workers), 2 intra-op
+threads beside a worker (threads), a 3 ms decode (a cheaper decode), a collate that sleeps (its cost is
+wall time, not CPU), an evaluation every 5 steps. The doctor diagnoses it (2 rounds, no counterfactuals) and
+its finding for that cost (or, for a worker count, its model for that count) gives the predicted samples/s
+ratio of the fix; the fix is then measured as interleaved pairs of single runs against the job as it is (ABBA
+order), with a 95% t-interval of the ratio. Prints the markdown table of docs/loader.md with the load average
+before and after, and the median and worst ratio of predicted to measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -28,7 +32,9 @@ from torch.utils.data import DataLoader, Dataset, default_collate
 
 from perfsuite.harness.runner import RunSpec, default_probes, run
 from perfsuite.jobs.contract import Job
-from perfsuite.tools.doctor import diagnose, ratio_interval
+from perfsuite.tools.doctor import Measured, Predicted, diagnose, ratio_interval
+from perfsuite.tools.doctor.diagnosis import Diagnosis
+from perfsuite.tools.doctor.predictions import predict_workers
 
 
 def burn(ms: float) -> None:
@@ -50,11 +56,14 @@ class Images(Dataset):
 
 
 class SlowCollate:
-    def __init__(self, ms_per_sample: float) -> None:
-        self.ms = ms_per_sample
+    def __init__(self, ms_per_sample: float, sleep: bool = False) -> None:
+        self.ms, self.sleep = ms_per_sample, sleep
 
     def __call__(self, samples: list[Any]) -> Any:
-        burn(self.ms * len(samples))
+        if self.sleep:
+            time.sleep(self.ms * len(samples) / 1e3)  # wall time, no CPU: what the loader ledger cannot see
+        else:
+            burn(self.ms * len(samples))
         return default_collate(samples)
 
 
@@ -68,6 +77,8 @@ def planted(
     eval_every: int = 0,
     eval_ms: float = 0.0,
     size: int = 32,
+    sleep_collate_ms: float = 0.0,
+    threads: int | None = None,
 ) -> Job:
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 3))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -76,9 +87,11 @@ def planted(
         batch_size=4,
         num_workers=workers,
         persistent_workers=workers > 0 and persistent,
-        collate_fn=SlowCollate(collate_ms),
+        collate_fn=SlowCollate(sleep_collate_ms, sleep=True) if sleep_collate_ms else SlowCollate(collate_ms),
     )
     count = [0]
+    if threads is not None:
+        torch.set_num_threads(threads)  # the job's own setting, as a user's script makes it
 
     def step(batch: Any) -> torch.Tensor:
         x, y = batch
@@ -97,39 +110,78 @@ def planted(
     return Job(step, model, optimizer, loader, name="planted", target_kind="label")
 
 
-# (case, finding kind, the job as it is, the job fixed, the fix in words)
-CASES: list[tuple[str, str, Callable[[], Job], Callable[[], Job], str]] = [
-    (
-        "collate 3 ms/sample",
-        "stage:collate_fn",
-        lambda: planted(collate_ms=3.0),
-        lambda: planted(),
-        "the collate's cost removed",
-    ),
-    (
-        "decode 3 ms/sample",
-        "stage:__getitem__",
-        lambda: planted(decode_ms=3.0),
-        lambda: planted(),
-        "the decode's cost removed",
-    ),
-    (
-        "num_workers=0, decode 1 ms",
-        "num_workers",
-        lambda: planted(decode_ms=1.0, workers=0),
-        lambda: planted(decode_ms=1.0, workers=2),
-        "num_workers=2, persistent (the finding's fix)",
-    ),
+Predict = Callable[[Diagnosis], "Predicted | Any"]
+
+
+def finding(kind: str) -> Predict:
+    """The prediction of the doctor's finding of that kind (None where it named none)."""
+
+    def get(d: Diagnosis) -> Any:
+        f = next((f for f in d.findings if f.kind == kind), None)
+        return None if f is None else f.predicted
+
+    return get
+
+
+def workers(k: int) -> Predict:
+    """The doctor's worker-count model for k workers."""
+    return lambda d: predict_workers(d.evidence, k, d.results[-1])
+
+
+# (case, what predicts, the job as it is, the job fixed, the fix in words)
+CASES: list[tuple[str, str, Predict, Callable[[], Job], Callable[[], Job], str]] = [
     (
         "workers forked at each 2-batch epoch",
         "stage:worker processes",
+        finding("stage:worker processes"),
         lambda: planted(decode_ms=0.5, persistent=False, size=8),
         lambda: planted(decode_ms=0.5, persistent=True, size=8),
         "persistent_workers=True",
     ),
     (
+        "2 workers on 2 full cores, decode 1 ms",
+        "worker model, 1 worker",
+        workers(1),
+        lambda: planted(decode_ms=1.0, workers=2, step_ms=4.0),
+        lambda: planted(decode_ms=1.0, workers=1, step_ms=4.0),
+        "num_workers=1 (fewer workers)",
+    ),
+    (
+        "1 worker beside a free core, decode 2 ms",
+        "worker model, 2 workers",
+        workers(2),
+        lambda: planted(decode_ms=2.0, workers=1),
+        lambda: planted(decode_ms=2.0, workers=2),
+        "num_workers=2 (more workers)",
+    ),
+    (
+        "2 intra-op threads beside 1 worker",
+        "busy",
+        finding("busy"),
+        lambda: planted(decode_ms=1.0, workers=1, threads=2),
+        lambda: planted(decode_ms=1.0, workers=1, threads=1),
+        "torch.set_num_threads(1)",
+    ),
+    (
+        "decode 3 ms/sample",
+        "stage:__getitem__",
+        finding("stage:__getitem__"),
+        lambda: planted(decode_ms=3.0),
+        lambda: planted(decode_ms=0.5),
+        "a cheaper decode (0.5 ms)",
+    ),
+    (
+        "collate sleeping 3 ms/sample",
+        "stage:collate_fn",
+        finding("stage:collate_fn"),
+        lambda: planted(sleep_collate_ms=3.0),
+        lambda: planted(),
+        "the collate's sleep removed",
+    ),
+    (
         "evaluation 60 ms every 5 steps",
         "periodic",
+        finding("periodic"),
         lambda: planted(eval_every=5, eval_ms=60.0),
         lambda: planted(),
         "the evaluation removed",
@@ -152,7 +204,8 @@ def measure(base: Callable[[], Job], fixed: Callable[[], Job], pairs: int, steps
             spec = RunSpec(make(), steps=steps, warmup=2, observe_steps=0, sol_steps=0)
             value = run(spec, default_probes()).value("samples_per_s") or 0.0
             (b if side == "b" else h).append(value)
-    return ratio_interval(b, h)
+    torch.set_num_threads(1)
+    return ratio_interval(b, h, "fixed / as it is")
 
 
 def main() -> int:
@@ -165,38 +218,49 @@ def main() -> int:
     torch.set_num_threads(1)
     rows = []
     before = _load()
-    for name, kind, base, fixed, fix in CASES:
+    for name, what, predict, base, fixed, fix in CASES:
         if args.only and args.only not in name:
             continue
         d = diagnose(RunSpec(base(), steps=args.steps, warmup=2, observe_steps=1), name, 2, counterfactuals=False)
-        finding = next((f for f in d.findings if f["kind"] == kind), None)
-        predicted = (finding or {}).get("predicted", {}).get("ratio")
+        torch.set_num_threads(1)
+        p = predict(d)
         measured = measure(base, fixed, args.pairs, args.steps)
         rows.append(
             {
                 "case": name,
-                "finding": kind,
-                "named": finding is not None,
+                "predicts": what,
                 "headline": d.bottleneck,
                 "fix": fix,
-                "predicted": predicted,
-                "measured": measured,
+                "predicted": p.ratio if isinstance(p, Predicted) else None,
+                "why_not": None if isinstance(p, Predicted) else (getattr(p, "reason", None) or "not named"),
+                "measured": measured.__dict__ if isinstance(measured, Measured) else {"reason": measured.reason},
                 "load": _load(),
             }
         )
-        print(f"{name}: predicted {predicted}, measured {measured}", file=sys.stderr)
+        print(f"{name}: predicted {p}, measured {measured}", file=sys.stderr)
     after = _load()
     print(
         f"load average before: {before}; after: {after}; 2-core CPU VM, {args.pairs} interleaved pairs of "
         f"{args.steps}-step runs per case\n"
     )
-    print("| planted cost | finding | predicted samples/s | measured [95% CI] | fix measured |")
+    print("| planted case | predicted by | predicted samples/s | measured [95% CI] | fix measured |")
     print("|---|---|---:|---:|---|")
+    ratios = []
     for r in rows:
         m = r["measured"]
-        ci = f" [{m['low']:.2f}..{m['high']:.2f}]" if m.get("low") is not None else ""
-        pred = f"x{r['predicted']:.2f}" if r["predicted"] is not None else "not named"
-        print(f"| {r['case']} | `{r['finding']}` | {pred} | x{m['ratio']:.2f}{ci} | {r['fix']} |")
+        shown = f"x{m['ratio']:.2f}" if "ratio" in m else m["reason"]
+        shown += f" [{m['low']:.2f}..{m['high']:.2f}]" if m.get("low") is not None else ""
+        pred = f"x{r['predicted']:.2f}" if r["predicted"] is not None else f"not printed: {r['why_not']}"
+        print(f"| {r['case']} | `{r['predicts']}` | {pred} | {shown} | {r['fix']} |")
+        if r["predicted"] is not None and "ratio" in m:
+            ratios.append(r["predicted"] / m["ratio"])
+    if ratios:
+        ratios.sort()
+        worst = max(ratios, key=lambda x: abs(math.log(x)))
+        print(
+            f"\npredicted / measured over {len(ratios)} case(s): median {statistics.median(ratios):.2f}, "
+            f"worst {worst:.2f}"
+        )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"load_before": before, "load_after": after, "pairs": args.pairs, "steps": args.steps, "rows": rows}

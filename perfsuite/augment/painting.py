@@ -76,7 +76,16 @@ def copied(img: np.ndarray, colours_in: int) -> bool:
     each filling some 3x3 block: no pixel is a blend of two. It holds under
     colour jitter too, which maps each colour to one other.
     """
-    _, ids = np.unique(img.reshape(-1, img.shape[-1]).round(), axis=0, return_inverse=True)
+    levels = img.reshape(-1, img.shape[-1]).round().astype(np.int64)
+    levels -= levels.min(initial=0)
+    base = int(levels.max(initial=0)) + 1
+    if base ** levels.shape[-1] < 2**62:  # each colour one integer: a 1-D unique, far quicker than rows
+        key = np.zeros(len(levels), np.int64)
+        for c in range(levels.shape[-1]):
+            key = key * base + levels[:, c]
+        _, ids = np.unique(key, return_inverse=True)
+    else:
+        _, ids = np.unique(levels, axis=0, return_inverse=True)
     ids = ids.reshape(img.shape[:2])
     n = int(ids.max()) + 1
     return n <= colours_in and len(np.unique(ids[uniform(ids, 1)])) == n

@@ -126,7 +126,20 @@ class Interface:
 
     def call(self, fn: Callable, image: Any) -> Any:
         """Call ``fn`` as the Dataset did, with ``image`` in place of the real one (the mask copied)."""
-        mask = self.mask.copy() if hasattr(self.mask, "copy") else self.mask.clone()
+        return self.call_with(fn, image, self.mask.copy() if hasattr(self.mask, "copy") else self.mask.clone())
+
+    def pack(self, image: Any, mask: Any) -> Any:
+        """``image`` and ``mask`` laid out as this call's input was, so :meth:`result` reads them back."""
+        if self.style in ("dict", "kwargs"):
+            out = dict(self.args[0]) if self.style == "dict" else {}
+            out[self.image_at], out[self.mask_at] = image, mask
+            return out
+        items: list[Any] = [None] * (max(self.image_at, self.mask_at) + 1)
+        items[self.image_at], items[self.mask_at] = image, mask
+        return tuple(items)
+
+    def call_with(self, fn: Callable, image: Any, mask: Any) -> Any:
+        """Call ``fn`` as the Dataset did, with ``image`` and ``mask`` in place of the real ones."""
         if self.style == "dict":
             sample = dict(self.args[0])
             sample[self.image_at], sample[self.mask_at] = image, mask
@@ -151,7 +164,13 @@ class Interface:
                 return out[keys[0]], out[keys[1]]
         if isinstance(out, (tuple, list)) and len(out) >= 2:
             at = (self.image_at, self.mask_at) if self.style in ("tuple", "args") else (0, 1)
-            return out[at[0]], out[at[1]]
+            if all(isinstance(a, int) and a < len(out) for a in at):
+                return out[at[0]], out[at[1]]
+        if isinstance(out, (dict, tuple, list)):  # another container than it got: one image and one mask in it
+            values = out if isinstance(out, dict) else dict(enumerate(out))
+            picked = _pick(values)
+            if picked is not None:
+                return values[picked[0]], values[picked[1]]
         got = f"dict with keys {sorted(map(str, out))}" if isinstance(out, dict) else type(out).__name__
         raise CannotAdapt(
             f"the transform is called as {self.describe()} but returned {got}, with no image and mask where its "
@@ -267,11 +286,12 @@ def calibrate(
         out[..., c] = (image[..., c] - offset) / slope
     if not inner.any():
         return out, 0.0
-    values = mask[inner].tolist()
-    want = np.stack([palette[int(v)] for v in values])
+    keys = np.array(sorted(palette))
+    at = np.searchsorted(keys, mask[inner])  # every interior label is a palette key (``inner`` says so)
+    want = np.stack([palette[k] for k in keys.tolist()])[at]
     close = np.linalg.norm(out[inner] - want, axis=-1) <= STRICT_TOL
     if paired:
-        other = np.stack([palette.get(paired.get(int(v), int(v)), palette[int(v)]) for v in values])
+        other = np.stack([palette.get(paired.get(k, k), palette[k]) for k in keys.tolist()])[at]
         close |= np.linalg.norm(out[inner] - other, axis=-1) <= STRICT_TOL
     return out, float(close.mean())
 
@@ -296,6 +316,12 @@ class SampleAdapter:
         """The recorded samples' masks, ``[B, H, W]``: what to call this adapter with."""
         return np.stack([np.asarray(mask_hw(itf.mask)) for itf in self.interfaces])
 
+    def call_sample(self, images: np.ndarray, k: int, seed: int) -> Any:
+        """The transform's raw return for sample ``k`` of one adapter call under ``seed`` (a replay gives the same)."""
+        itf = self.interfaces[k]
+        with seeded(seed * 1_000_003 + k):
+            return itf.call(self.transform, _painted_like(images[k], itf.image))
+
     def __call__(self, images: np.ndarray, masks: np.ndarray, seed: int) -> Output:
         if len(images) != len(self.interfaces):
             raise AugmentationError(f"SampleAdapter holds {len(self.interfaces)} recorded samples; got {len(images)}")
@@ -304,9 +330,7 @@ class SampleAdapter:
         dtype_in = dtype_out = ""
         for k, itf in enumerate(self.interfaces):
             dtype_in = str(np.asarray(mask_hw(itf.mask)).dtype)
-            with seeded(seed * 1_000_003 + k):
-                out = itf.call(self.transform, _painted_like(images[k], itf.image))
-            image_out, mask_out = itf.result(out)
+            image_out, mask_out = itf.result(self.call_sample(images, k, seed))
             if _kind(image_out) is None or _kind(mask_out) is None:
                 raise CannotAdapt(
                     f"the transform returned image {_describe(image_out)} and mask {_describe(mask_out)}; perfsuite "

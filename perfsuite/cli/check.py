@@ -5,8 +5,11 @@ script runs until it iterates its training DataLoader (found as ``perfsuite
 exec`` finds it), and its Dataset's transform is checked on the Dataset's own
 samples. Labels come from the flags, else ``[tool.perfsuite.labels]`` in the
 nearest pyproject.toml above the script, else (ignore index only) the loss
-module's. Exit 0: every property held; 1: one broke (its cause and evidence
-printed); 2: bad input, or a transform perfsuite cannot adapt.
+module's. The transform is found by what it does (the outermost call in
+``__getitem__`` that takes the image and the mask together and returns them
+together), or named with ``--transform``. Exit 0: every property held; 1: one
+broke (its cause, the line of the transform that did it, and evidence printed);
+2: bad input, or a transform perfsuite cannot find or adapt.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from perfsuite.errors import PerfsuiteError
 HELP = "check the training script's own augmentation (alignment, labels, flip pairs) on its own samples"
 DESCRIPTION = (
     "Run `python train.py ARGS` until it iterates its training DataLoader, then run the paired-augmentation "
-    "properties (labels, declared left/right swaps, image/mask alignment) on that DataLoader's Dataset's "
-    "transform, fed the Dataset's own samples. Exit 1 names the broken property and its cause. Example: "
+    "properties (labels, declared left/right swaps, image/mask alignment) on the transform its Dataset runs (the "
+    "outermost call in dataset[i] that takes the image and mask together and returns both, whatever its name), "
+    "fed the Dataset's own samples. Exit 1 names the broken property, its cause and the line that did it. Example: "
     "perfsuite check --num-classes 11 --flip-pairs 3:4 -- python train.py --data data"
 )
 
@@ -38,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-classes", type=int, metavar="N", help="classes of the masks (or [tool.perfsuite.labels])")
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--flip-pairs", type=_flip_pairs, metavar="A:B,...", help="labels a horizontal flip swaps: 4:5,6:7")
+    p.add_argument(
+        "--transform",
+        metavar="NAME",
+        help="the paired transform to check, when the outermost call in dataset[i] that takes and returns the image "
+        "and mask is not it: an attribute or method name (trans_train) or module:function (face_dataset:augment)",
+    )
     p.add_argument("--samples", type=_positive, default=8, metavar="N", help="Dataset samples to check (default 8)")
     p.add_argument("--seeds", type=_positive, default=4, metavar="N", help="calls per sample, seeds 0..N-1 (default 4)")
     p.add_argument(
@@ -102,13 +112,26 @@ def run(args: argparse.Namespace) -> int:
     )
     if where is not None and table:
         print(f"labels from {where} [tool.perfsuite.labels] where no flag gave them", file=sys.stderr)
-    try:
-        report = check_script(script, samples=args.samples, seeds=args.seeds, subpixel=args.subpixel)
+    from perfsuite.cli.progress import waiting
+
+    try:  # a live line on a terminal says what the check is doing (nothing when piped)
+        with waiting("perfsuite check") as note:
+            note("running the script until it iterates its training DataLoader")
+            report = check_script(
+                script,
+                samples=args.samples,
+                seeds=args.seeds,
+                subpixel=args.subpixel,
+                transform=args.transform,
+                log=note,
+            )
     except ScriptError:
         raise
     except PropertyViolation as exc:
         print(f"FAILED {script.command()}")
-        print(f"cause: {exc.cause or 'unclassified'}")
+        fix = exc.where or ""
+        joint = ", " if fix.startswith("in ") else ": "
+        print(f"cause: {exc.cause or 'unclassified'}" + (joint + fix if fix else ""))
         print(str(exc))
         return 1
     print(f"passed {script.command()}")

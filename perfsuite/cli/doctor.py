@@ -35,6 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="skip the interleaved runs of the fixes (persistent workers, more or fewer workers, threads)",
     )
     out.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="the time the diagnosis may take: it runs the rounds and counterfactuals that fit and says what it left "
+        "out (default 5 for a script, none otherwise)",
+    )
+    out.add_argument(
         "--target-samples-per-s", type=float, default=None, help="the samples/s the loader must feed (loader headroom)"
     )
     out.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report as markdown")
@@ -54,6 +62,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise PerfsuiteError(f"{flag} {path} is a directory; give a file name")
     if args.rounds < 1:
         raise PerfsuiteError(f"--rounds {args.rounds}: write 1 or more")
+    if args.budget is not None and not args.budget > 0:
+        raise PerfsuiteError(f"--budget {args.budget:g}: write the minutes the diagnosis may take, above 0 (e.g. 5)")
     if args.target_samples_per_s is not None and not args.target_samples_per_s > 0:
         raise PerfsuiteError(f"--target-samples-per-s {args.target_samples_per_s}: write a rate above 0")
 
@@ -117,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from perfsuite.core.tmpfiles import write_text_atomic
         from perfsuite.plugin.capture import capture_test, looks_like_test_id
-        from perfsuite.report import doctor as report
-        from perfsuite.tools.doctor import diagnose
+        from perfsuite.tools.doctor import Budget, diagnose, report
     except BaseException:
         stop()
         raise
@@ -147,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                     d = (
                         diagnose_spec(spec, result_id, args, counterfactuals, say)
                         if is_script_spec(spec)
-                        else diagnose(spec, result_id, args.rounds, counterfactuals, say)
+                        else diagnose(spec, result_id, args.rounds, counterfactuals, say, Budget.minutes(args.budget))
                     )
                 except BaseException as exc:
                     failed.append(exc)
@@ -163,30 +172,30 @@ def run(args: argparse.Namespace) -> int:
                 raise no_diagnosis(args.workload, failed)
         else:
             spec = _spec(args)
-            diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update))
+            budget = Budget.minutes(args.budget)
+            diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update, budget))
     except KeyboardInterrupt:
         stop()
         print("perfsuite doctor: interrupted; nothing written", file=sys.stderr)
         return 130
     finally:
         stop()
-    dicts = [d.to_dict() for d in diagnoses]
     from perfsuite.report import terminal
 
-    text = "\n\n".join(report.format_terminal(d) for d in dicts)
+    text = "\n\n".join(report.format_terminal(d) for d in diagnoses)
     if terminal.is_terminal(sys.stdout):  # headings in bold, outcomes coloured
         terminal.console_for(sys.stdout).print(terminal.styled_lines(text.splitlines()))
     else:
         print(text)
     if args.markdown:
-        write_text_atomic(args.markdown, report.format_markdown(dicts))
+        write_text_atomic(args.markdown, report.format_markdown(diagnoses))
         print(f"wrote {args.markdown}")
     if args.json_out:
-        write_text_atomic(args.json_out, report.to_json(dicts))
+        write_text_atomic(args.json_out, report.to_json(diagnoses))
         print(f"wrote {args.json_out}")
     if args.png:
         try:
-            report.write_png(dicts, args.png)
+            report.write_png(diagnoses, args.png)
             print(f"wrote {args.png}")
         except ImportError:
             print(f"did not write {args.png}: the timeline needs matplotlib (pip install perfsuite[charts])")

@@ -1,4 +1,4 @@
-"""``perfsuite doctor [options] -- python train.py ARGS``: the doctor on a script (perfsuite.tools.doctor_script).
+"""``perfsuite doctor [options] -- python train.py ARGS``: the doctor on a script (perfsuite.tools.doctor.script).
 
 Also what doctor does with a perf test that runs a :class:`perfsuite.Script`: every run of the
 script in a fresh process, never in doctor's own.
@@ -77,11 +77,13 @@ def diagnose_command(
 def diagnose_spec(
     spec: Any, target: str, args: argparse.Namespace, counterfactuals: bool, progress: Callable[[str], None]
 ) -> Any:
-    from perfsuite.tools.doctor_script import diagnose_script
+    from perfsuite.tools.doctor.budget import Budget
+    from perfsuite.tools.doctor.script import DEFAULT_BUDGET_MINUTES, diagnose_script
 
     try:
         nproc = args.nproc_per_node
-        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress, nproc)
+        budget = Budget.minutes(args.budget if args.budget is not None else DEFAULT_BUDGET_MINUTES)
+        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress, nproc, budget)
     except PerfsuiteError as exc:
         tb = getattr(exc, "script_traceback", "")
         if tb:

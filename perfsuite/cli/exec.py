@@ -41,7 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-classes", type=int, metavar="N", help="classes of the targets (for label checks)")
     p.add_argument("--ignore-index", type=int, metavar="N", help="the ignore label (default: the loss module's)")
     p.add_argument("--target-kind", choices=("mask", "label"), default="mask", help="per-pixel masks or one label")
-    p.add_argument("--flip-pairs", type=_flip_pairs, metavar="A:B,...", help="labels a horizontal flip swaps: 4:5,6:7")
+    p.add_argument(
+        "--flip-pairs",
+        type=_flip_pairs,
+        metavar="A:B,...",
+        help="refused here (a script's batches do not show which samples its flip mirrored): check the flip's "
+        "swap with perfsuite check --flip-pairs A:B,... -- python train.py",
+    )
     p.add_argument("--name", help="the name Results use (default: the command after --)")
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
@@ -62,6 +68,18 @@ def _flip_pairs(text: str) -> list[tuple[int, int]]:
     return [(p[0], p[1]) for p in pairs]
 
 
+def refuse_flip_pairs(pairs: list[tuple[int, int]], num_classes: int | None, command: list[str]) -> str:
+    """Why ``exec --flip-pairs`` is refused, and the command that checks the swap: the label probe sees the targets
+    that reach the loss, which do not show whether their sample was mirrored (a Job's ``gpu_transform`` is run
+    again on painted images; a script's Dataset transform is ``perfsuite check``'s to run)."""
+    text = ",".join(f"{a}:{b}" for a, b in pairs)
+    return (
+        f"--flip-pairs {text}: perfsuite exec does not check left/right swaps (its batches do not show which samples "
+        f"the flip mirrored); run perfsuite check --num-classes {num_classes or 'N'} --flip-pairs {text} -- "
+        + " ".join(command)
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from perfsuite.core.options import period_steps, run_lengths
     from perfsuite.errors import ScriptError
@@ -74,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise PerfsuiteError("no command to run: write perfsuite exec [options] -- python train.py ARGS")
+    if args.flip_pairs is not None:
+        raise PerfsuiteError(refuse_flip_pairs(args.flip_pairs, args.num_classes, command))
     if args.out is not None and args.out.exists() and not args.overwrite:
         raise PerfsuiteError(f"--out {args.out} exists; pass --overwrite to replace it, or name another file")
     script = Script(
@@ -84,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
         num_classes=args.num_classes,
         ignore_index=args.ignore_index,
         target_kind=args.target_kind,
-        flip_pairs=args.flip_pairs,
     )
     steps, warmup, observe_steps = run_lengths("smoke", args.steps, args.warmup, args.observe_steps)
     spec = RunSpec(

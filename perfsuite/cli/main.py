@@ -17,7 +17,7 @@ from typing import NoReturn
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "exec", "check", "compare", "ab", "doctor", "tune", "monitor", "history", "bisect")
+COMMANDS = ("list", "run", "exec", "check", "compare", "accept", "ab", "doctor", "tune", "monitor", "history", "bisect")
 
 
 def version() -> str:

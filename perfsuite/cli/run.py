@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
@@ -23,6 +24,20 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
+    p.add_argument(
+        "--repeat",
+        type=_count(1),
+        default=1,
+        metavar="K",
+        help="run K times, one after another; with --out, keep the K runs as one baseline file (a wall-clock "
+        "verdict needs several base runs: docs/baselines.md); 3 is what --perfsuite-save keeps",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the Result (with --repeat K, a baseline file of the K runs) as JSON to FILE, for perfsuite compare",
+    )
     ranks = p.add_argument_group("ranks (DDP under torchrun; docs/distributed.md)")
     ranks.add_argument(
         "--nproc-per-node",
@@ -142,24 +157,48 @@ def _run(args: argparse.Namespace, note: Any) -> int:
 
         from perfsuite.cli.progress import phase_progress
 
-        with phase_progress(args.workload) as show:
-            result = run_job(dataclasses.replace(spec, progress=show))
+        runs = []
+        for _ in range(args.repeat):
+            with phase_progress(args.workload) as show:
+                runs.append(run_job(dataclasses.replace(spec, progress=show)))
+        result = runs[-1]
+        if args.out is not None:
+            print(f"perfsuite run: wrote {write_runs(args.out, args.workload, runs)}", file=sys.stderr)
     print(result.to_json() if args.json else format_run(result))
     return 0
+
+
+def write_runs(path: Path, name: str, runs: list[Any]) -> Path:
+    """One run as a Result file; several as a baseline file holding them all (``runs``, oldest first), which
+    ``perfsuite compare`` judges step times against with the variance between them. Atomic."""
+    from perfsuite.core.tmpfiles import write_json_atomic, write_text_atomic
+    from perfsuite.judge.baselines import BASELINE_SCHEMA_VERSION
+
+    if len(runs) == 1:
+        return write_text_atomic(path, runs[0].to_json() + "\n")
+    payload = {
+        "schema_version": BASELINE_SCHEMA_VERSION,
+        "test_id": name,
+        "result": runs[-1].to_dict(),
+        "runs": [r.to_dict() for r in runs],
+    }
+    return write_json_atomic(path, payload)
 
 
 def format_run(result: Any) -> str:
     """The short table `perfsuite run` prints: metric names as thresholds write them, values in human units,
     one line for the GPU telemetry a CPU run cannot measure (perfsuite.report.terminal)."""
+    from perfsuite.probes.synckinds import fixes, site_op
     from perfsuite.report.terminal import run_lines
 
     lines = run_lines(result)
     syncs = result.metric("syncs_per_step")
     lines += [
-        f"    sync site: {site['op']} at {site['site']}, {site['per_step']:g}/step"
+        f"    sync site: {site_op(site)} at {site['site']}, {site['per_step']:g}/step"
         + (f" ({site['seen']})" if site.get("seen") else "")
         for site in (syncs.detail.get("sites", []) if syncs.available else [])
     ]
+    lines += [f"    {fix}" for fix in (fixes(syncs.detail.get("kinds")) if syncs.available else [])]
     lines += [f"  note: {note}" for note in result.notes]
     lines += [f"  stopped: {result.script.describe()}"] if result.script is not None else []
     from perfsuite.judge.contention import session_line

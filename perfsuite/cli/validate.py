@@ -24,6 +24,7 @@ from perfsuite.errors import PerfsuiteError
 # The output-file flags of each command: (flag, attribute in the parsed arguments).
 OUTPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "exec": (("--out", "out"),),
+    "run": (("--out", "out"),),
     "doctor": (("--markdown", "markdown"), ("--json", "json_out"), ("--png", "png")),
     "ab": (("--report-md", "report_md"), ("--report-json", "report_json")),
     "compare": (("--png", "png"),),
@@ -172,6 +173,12 @@ def _check_run(args: argparse.Namespace) -> None:
         )
     if args.nproc_per_node > 1 and not args.oversubscribe:
         ranks_fit(args.nproc_per_node, args.num_workers)
+    if args.repeat > 1 and (args.nproc_per_node > 1 or args.scaling_rounds):
+        raise PerfsuiteError(
+            f"--repeat {args.repeat} with --nproc-per-node {args.nproc_per_node}: repeated runs are one process's; "
+            "launch the ranks once per run instead (leave --repeat out)"
+        )
+    outputs("run", args)
     workload_or_job(args.workload, args.imports)
     workload_knobs(args)
 

@@ -216,13 +216,22 @@ class Knobs:
         return self.device.startswith("cuda")
 
 
+# Knobs a CPU run turns off (they only change what CUDA does), and those it keeps because perfsuite models them.
+CUDA_ONLY = ("tf32", "cudnn_benchmark")
+MODELLED_ON_CPU = ("pin_memory", "non_blocking")
+
+
 def resolve_for_device(knobs: Knobs, cuda_available: bool) -> tuple[Knobs, list[str]]:
     """Check knobs against the device; return the knobs that will run and notes.
 
-    Knobs that cannot work raise DeviceError. Knobs that only have no effect
-    without CUDA (pin_memory, non_blocking, tf32, cudnn_benchmark) are turned
-    off and each one gets a note, which the Result and the CLI show: a
-    documented fallback, never a silent one.
+    Knobs that cannot work raise DeviceError. Without CUDA, tf32 and
+    cudnn_benchmark are turned off, each with a note, which the Result and the
+    CLI show: a documented fallback, never a silent one. ``pin_memory`` and
+    ``non_blocking`` are kept as asked: the DataLoader is built with them (torch
+    pins nothing without an accelerator, and a non-blocking copy to the CPU is a
+    plain one), and the sync probe reads them to predict what a GPU run's
+    copies would make the host wait for (:mod:`perfsuite.probes.synckinds`), so
+    the Result records the same settings on every device.
     """
     if knobs.on_cuda and not cuda_available:
         raise DeviceError(
@@ -236,8 +245,13 @@ def resolve_for_device(knobs: Knobs, cuda_available: bool) -> tuple[Knobs, list[
         )
     notes: list[str] = []
     changes: dict[str, Any] = {}
-    for name in ("pin_memory", "non_blocking", "tf32", "cudnn_benchmark"):
+    for name in CUDA_ONLY:
         if knobs.flat()[name]:
             changes[name] = False
             notes.append(f"{name}=True has no effect without CUDA; ran with {name}=False")
+    for name in MODELLED_ON_CPU:
+        if knobs.flat()[name]:
+            notes.append(
+                f"{name}=True is not applied without CUDA; the sync probe counts the copies as a GPU run makes them"
+            )
     return (knobs.replace(**changes) if changes else knobs), notes

@@ -444,7 +444,8 @@ _builtin(
         "lower",
         "host syncs",
         "syncs",
-        "host-device synchronisations and tensor reads the step forces, with call sites and periods (every N steps)",
+        "every wait for the device the step forces, by kind (read, blocking or pageable copy, ...: docs/syncs.md), "
+        "with call sites and periods (every N steps)",
     ),
     MetricSpec(
         "graph_breaks",

@@ -184,7 +184,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "baseline_runs",
         int,
-        1,
+        3,
         "runs kept per test in each saved baseline (the newest replaces the oldest); with 3 or more, step-time "
         "verdicts use the variance between them",
         metavar="N",

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -111,21 +111,11 @@ def _keeps_rng(method: Callable[..., Any]) -> Callable[..., Any]:
     return kept
 
 
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """The loader's own fetch inside an observed step: every probe's modes off, and CUDA's sync debug mode
-    (the sync probe's) too, so loading is never counted as the step's work."""
-    import torch
-
-    debug = torch.cuda.get_sync_debug_mode() if torch.cuda.is_available() else 0
-    if debug:
-        torch.cuda.set_sync_debug_mode(0)
-    try:
-        with unobserved():
-            yield
-    finally:
-        if debug:
-            torch.cuda.set_sync_debug_mode(debug)
+def suspended() -> contextlib.AbstractContextManager[None]:
+    """The loader's own fetch inside an observed step: every probe's modes off, CUDA's sync debug mode (the sync
+    probe's) too, and the CUDA runtime's calls marked as not the step's, so loading is never counted as the step's
+    work (:func:`perfsuite.probes.base.unobserved`)."""
+    return unobserved()
 
 
 class Driver:
@@ -273,11 +263,20 @@ class Driver:
             self.delivered += batch_samples(batch)
             self.last_batch = batch
         elif self.phase == AFTER:
+            self._pinned_as_on_gpu(batch)
             self._open_observed()
         self.batches += 1
         self._after_fetch_s = time.perf_counter()
         self._after_fetch_cpu = time.thread_time()
         return batch
+
+    def _pinned_as_on_gpu(self, batch: Any) -> None:
+        """A CPU run of a loader with ``pin_memory=True`` (as the job's loader knobs record it: read from the user's
+        DataLoader, or asked of perfsuite's): its batch is pinned memory on a GPU run, which the sync probe's copy
+        rules ask (torch pins nothing without an accelerator)."""
+        residency = self.ctx.shared.get("residency") if self.ctx is not None else None
+        if residency is not None and (getattr(self.job, "knobs", None) or {}).get("pin_memory"):
+            residency.mark_pinned(batch)
 
     # -- phases ------------------------------------------------------------------------------------------------
 

@@ -80,11 +80,12 @@ REFERENCES: dict[str, Reference] = {
         Reference(
             "step",
             "super_resolution",
-            {"aug": "none", "num_workers": 0, "amp": "bf16"},
+            {"aug": "none", "num_workers": 0, "amp": "bf16", "pin_memory": True, "non_blocking": True},
             steps=2,
             warmup=0,
             observe_steps=6,
-            why="seed 003's fixed step: bf16 autocast, no host reads; 6 observed steps = one smoke epoch",
+            why="seed 003's fixed step: bf16 autocast, no host reads, pinned batches copied with non_blocking=True; "
+            "6 observed steps = one smoke epoch",
         ),
         Reference(
             "masks",
@@ -474,7 +475,6 @@ _PREFETCH_GPU = (
     "(the ledger's two figures): it decides how much of the loading's jitter reaches a device that waits for "
     "it, which only shows where the step does not share the workers' cores"
 )
-_H2D = "host-to-device copies only exist on a CUDA device; on the CPU the runner turns this knob off with a note"
 
 FAULTS: dict[str, Fault] = {
     f.name: f
@@ -520,27 +520,26 @@ FAULTS: dict[str, Fault] = {
             "pin_memory_off",
             "000 #3",
             "没有pin_memory: pageable host memory, slower CPU->GPU copies (5-10 ms per batch)",
-            "cuda",
+            "step",
             changes={"pin_memory": False},
-            requires={"pin_memory": True},
-            signal="step_ms",
-            rule="statistical",
-            device="gpu",
-            cause="pin_memory=False: pageable memory, every copy to the GPU is staged",
-            why_device=_H2D,
+            requires={"pin_memory": True, "non_blocking": True},
+            signal="syncs_per_step",
+            rule="exact",
+            device="cpu",
+            cause="pin_memory=False: each non_blocking copy is from pageable memory, so the host waits for it "
+            "(a pageable copy per step, docs/syncs.md)",
         ),
         Fault(
             "blocking_copies",
             "000 #4",
             "数据传输同步阻塞: .to(device) without non_blocking=True, the GPU waits for each copy",
-            "cuda",
+            "step",
             changes={"non_blocking": False},
             requires={"non_blocking": True},
-            signal="step_ms",
-            rule="statistical",
-            device="gpu",
-            cause="non_blocking=False: each copy blocks the host until it lands",
-            why_device=_H2D,
+            signal="syncs_per_step",
+            rule="exact",
+            device="cpu",
+            cause="non_blocking=False: each copy blocks the host until it lands (a blocking copy per step)",
         ),
         Fault(
             "persistent_workers_off",

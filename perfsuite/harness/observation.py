@@ -72,6 +72,11 @@ class ObservationPlan:
         scanners = [probe for probe in self.probes if getattr(probe, "scans", False)]
         self._periods = sorted({p for probe in scanners for p in probe.periodic()})
 
+    @property
+    def periods(self) -> tuple[int, ...]:
+        """The periods of the work the scan saw every N steps (input efficiency keeps those steps out)."""
+        return tuple(sorted({p for p, _ in self._periods}))
+
     def _busy(self, index: int) -> bool:
         return any(index % period == offset for period, offset in self._periods)
 

@@ -73,7 +73,9 @@ def build_loader(
         shuffle=shuffle if sampler is None else False,
         sampler=sampler,
         num_workers=lk.num_workers,
-        pin_memory=lk.pin_memory,
+        # Without an accelerator torch pins nothing (and warns at every epoch): the knob stays in the Result, and
+        # the sync probe takes the batches as pinned, as a GPU run's are (perfsuite.harness.driver).
+        pin_memory=lk.pin_memory and torch.accelerator.is_available(),
         drop_last=lk.drop_last,
         generator=torch.Generator().manual_seed(seed),
         worker_init_fn=worker_init,

@@ -89,10 +89,13 @@ class RunSpec:
             raise KnobError(f"target_samples_per_s={target!r} must be a number of samples per second above 0")
 
     def resolve(self) -> Any:
-        """The Workload or Job this spec names (a job factory is called here, with the device)."""
+        """The Workload or Job this spec names (a job factory is called here, with the device; the lines that
+        build its DataLoaders are noted for the settings judge)."""
         from perfsuite.jobs.registry import resolve
+        from perfsuite.probes.sites import noting_built_loaders
 
-        return resolve(self.workload, self.knobs.device)
+        with noting_built_loaders():
+            return resolve(self.workload, self.knobs.device)
 
 
 def default_probes() -> list[Probe]:
@@ -248,7 +251,12 @@ def assemble_result(
         metrics[metric.name] = metric
     not_run = script.not_run.get("speed of light") if script is not None else None
     metrics["input_efficiency"] = input_efficiency(
-        timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps, not_run
+        timings,
+        sol_ms,
+        batch_samples(last_batch) if last_batch is not None else 0,
+        spec.sol_steps,
+        plan.periods,
+        not_run,
     )
     timeline: dict[str, list[float]] = {}
     probe_samples: dict[str, list[float]] = {}
@@ -364,23 +372,31 @@ def input_band(wait_frac: float) -> str:
 SOL_SLACK = 0.05
 
 
-def periodic_extra_s(t: WindowTimings) -> tuple[float, dict[str, Any] | None]:
-    """The window's time spent on periodic work (steps whose own work stands out at one fixed gap, not the
-    epoch's length: perfsuite.probes.periods.periodic_steps) beyond the median step's, in s, and what it was."""
-    from perfsuite.probes.periods import Epochs, periodic_steps
+def periodic_extra_s(t: WindowTimings, hints: Sequence[int] = ()) -> tuple[float, dict[str, Any] | None]:
+    """The window's time spent on periodic work beyond the median step's, in s, and what it was: the steps
+    :func:`perfsuite.probes.periods.window_periodic` finds (``hints``: the periods the sync probe's scan saw), the
+    one detector input efficiency, the step ledger and doctor share."""
+    from perfsuite.probes.periods import Epochs, window_periodic
 
     work = [max(0.0, (h - f) * 1e3) for h, f in zip(t.host_step_s, t.fetch_s)]
-    r, hits = periodic_steps(work)
-    epochs = Epochs(t.epochs_started, tuple(t.epoch_steps))
-    if not r.periodic or r.every is None or epochs.own(r.every, hits, len(work)):
-        return 0.0, None
-    median = sorted(work)[len(work) // 2]
-    extra_ms = sum(work[i] - median for i in hits)
-    return extra_ms / 1e3, {"every": r.every, "steps": len(hits), "extra_ms": extra_ms}
+    found = window_periodic(work, Epochs(t.epochs_started, tuple(t.epoch_steps)), hints)
+    if found.every is None:
+        return 0.0, ({"every": None, "reason": found.reason} if found.reason and "too few" in found.reason else None)
+    return found.extra_ms / 1e3, {
+        "every": found.every,
+        "steps": len(found.steps),
+        "at": list(found.steps),
+        "extra_ms": found.extra_ms,
+    }
 
 
 def input_efficiency(
-    t: WindowTimings, sol_ms: Sequence[float], sol_samples: int, sol_steps: int, not_run: str | None = None
+    t: WindowTimings,
+    sol_ms: Sequence[float],
+    sol_samples: int,
+    sol_steps: int,
+    hints: Sequence[int] = (),
+    not_run: str | None = None,
 ) -> Metric:
     """samples/s of the window over the speed of light's samples/s, with the data-wait band.
 
@@ -402,13 +418,16 @@ def input_efficiency(
     if sol_step <= 0:
         return Metric.unavailable("input_efficiency", "the speed-of-light steps took no measurable time", "fraction")
     delivered = t.samples if t.samples else t.steps * t.batch_size
-    extra_s, periodic = periodic_extra_s(t)
+    extra_s, periodic = periodic_extra_s(t, hints)
+    unknown = periodic.pop("reason") if periodic is not None and periodic["every"] is None else None
+    periodic = periodic if unknown is None else None
     wall = t.wall_s - extra_s  # periodic work (an evaluation every N steps) is not the input's: left out
     samples_per_s = delivered / wall
     sol_per_s = sol_samples / (sol_step / 1e3)
     wait = sum(t.fetch_s) / wall if wall > 0 else 0.0
     detail = {
         "periodic_left_out": periodic,
+        **({"periodic_unknown": unknown} if unknown else {}),
         "samples_per_s": samples_per_s,
         "sol_samples_per_s": sol_per_s,
         "sol_step_ms": sol_step,

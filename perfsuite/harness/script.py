@@ -264,8 +264,11 @@ def _not_called(batch: Any) -> Any:
 @contextlib.contextmanager
 def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
     """``DataLoader.__iter__`` routes through the driver while the script runs (the class, not a global hook:
-    nothing else in torch sees it, and it is put back however the script ends)."""
+    nothing else in torch sees it, and it is put back however the script ends); ``DataLoader.__init__`` notes
+    the line that builds each loader (:func:`perfsuite.probes.sites.noting_built_loaders`)."""
     from torch.utils.data import DataLoader
+
+    from perfsuite.probes.sites import noting_built_loaders
 
     original = DataLoader.__iter__
 
@@ -274,7 +277,8 @@ def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
 
     DataLoader.__iter__ = marked_iter  # type: ignore[method-assign]
     try:
-        yield
+        with noting_built_loaders():  # the script's DataLoader(...) line, for the settings judge
+            yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
 
@@ -407,6 +411,11 @@ def _drive(script: Script, spec: Any, probes: Sequence[Probe], source: _ScriptSo
     threads = fit_threads(ran.job, reference=False, where="the script")  # notes only: a script keeps its threads
     found = f"{EXEC_NOTE}{script.command()}: {source.describe_loader()}; {source.found.describe()}"
     notes = [found, *threads.notes]
+    if script.flip_pairs:  # never accepted and ignored: the swap is perfsuite check's to test
+        notes.append(
+            f"flip_pairs {list(script.flip_pairs)} not checked here: a script's batches do not show which samples its "
+            "flip mirrored; perfsuite check (perfsuite.testing.check_script_transform) tests the swap"
+        )
     stop = ScriptStop(driver.batches, source.epochs, {"speed of light": SCRIPT_NO_SOL})
     return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes, stop)
 

@@ -1,10 +1,10 @@
 """The property checks on an unchanged training script's own transform (``perfsuite check``).
 
-1. The script runs until it iterates its training DataLoader (:mod:`perfsuite.harness.find_loader`);
-   its Dataset (through ``Subset``/``ConcatDataset``) and the Dataset's transform attribute are found.
-2. For a few samples spread over the Dataset, ``dataset[i]`` runs with the transform replaced by a
-   recorder: the user's own files are read by the user's own code, and the call the transform would
-   get is kept (:func:`perfsuite.augment.sample_adapter.interface_of`).
+1. The script runs until it iterates its training DataLoader (:mod:`perfsuite.harness.find_loader`).
+2. For a few samples spread over its Dataset, ``dataset[i]`` runs traced: the user's own files are read by
+   the user's own code, and the outermost call that takes the image and the mask together and returns them
+   together is the transform, whatever its name or place (:mod:`perfsuite.harness.paired_call`); the call it
+   got is kept (:func:`perfsuite.augment.sample_adapter.interface_of`).
 3. Each recorded sample's real mask goes through the real transform under several seeds, its image
    painted from the mask (:class:`perfsuite.augment.sample_adapter.SampleAdapter`), and
    :func:`perfsuite.augment.checks.check_example` runs the label, flip-pair and alignment properties:
@@ -12,7 +12,8 @@
    colours up to a per-channel affine map (a Normalize), strictly and at sub-pixel precision too.
 
 No Hypothesis search: the inputs are the user's samples, not drawn ones, so a failure is reported at
-once, naming the Dataset index and the seed that reproduce it.
+once, naming the Dataset index and the seed that reproduce it; a flip-pair failure is replayed to name
+the line of the user's transform that did it (:mod:`perfsuite.harness.blame`).
 """
 
 from __future__ import annotations
@@ -25,24 +26,14 @@ import numpy as np
 
 from perfsuite.augment.checks import Declared, check_example
 from perfsuite.augment.labels import LabelSpace
-from perfsuite.augment.sample_adapter import (
-    ADAPTER_ADVICE,
-    CannotAdapt,
-    Interface,
-    SampleAdapter,
-    interface_of,
-    mask_hw,
-)
+from perfsuite.augment.sample_adapter import CannotAdapt, Interface, SampleAdapter, mask_hw
 from perfsuite.errors import JobError, PerfsuiteError, PropertyViolation
+from perfsuite.harness.blame import CAUSES, fix_text, locate
 from perfsuite.harness.find_loader import find_training_loader
+from perfsuite.harness.paired_call import PairedCall, choose, others, trace_item
 from perfsuite.jobs.script import Script
 
-TRANSFORM_NAMES = ("transform", "transforms", "joint_transform", "train_transform", "augment", "augmentation")
 EXACT_SHARE = 0.97  # every call must keep this share of region interiors at the painted colours for the strict pass
-
-
-class _Recorded(BaseException):
-    """Raised by the recorder in place of the transform: ``__getitem__`` has read the sample from disk."""
 
 
 @dataclass
@@ -59,7 +50,8 @@ class CheckReport:
 
     def lines(self) -> list[str]:
         return [
-            f"dataset      {self.dataset}, transform .{self.transform}",
+            f"dataset      {self.dataset}",
+            f"transform    {self.transform}",
             f"interface    {self.interface}",
             f"samples      dataset[{', '.join(map(str, self.indices))}] x {self.seeds} seed(s)",
             *(f"passed       {p}" for p in self.passes),
@@ -67,59 +59,28 @@ class CheckReport:
         ]
 
 
-def unwrap(dataset: Any) -> Any:
-    """The Dataset that holds the transform, through ``Subset`` (``.dataset``) and ``ConcatDataset`` (the first)."""
-    for _ in range(8):
-        inner = getattr(dataset, "dataset", None)
-        if inner is None and isinstance(getattr(dataset, "datasets", None), (list, tuple)) and dataset.datasets:
-            inner = dataset.datasets[0]
-        if inner is None or inner is dataset:
-            return dataset
-        if any(getattr(dataset, name, None) is not None for name in TRANSFORM_NAMES):
-            return dataset
-        dataset = inner
-    return dataset
-
-
-def transform_attribute(dataset: Any) -> str:
-    """The name of the Dataset attribute that holds its transform."""
-    attrs = vars(dataset) if hasattr(dataset, "__dict__") else {}
-    for name in TRANSFORM_NAMES:
-        if callable(attrs.get(name)):
-            return name
-    for name, value in attrs.items():
-        if callable(value) and ("transform" in name.lower() or "aug" in name.lower()):
-            return name
-    shown = ", ".join(f"{k} ({type(v).__name__})" for k, v in attrs.items()) or "none"
-    raise CannotAdapt(
-        f"{type(dataset).__name__} holds no transform attribute perfsuite knows ({', '.join(TRANSFORM_NAMES)}, or a "
-        f"callable named *transform*/*aug*); its attributes: {shown}. Pass the transform to "
-        "check_paired_augmentation directly, or " + ADAPTER_ADVICE
-    )
-
-
-def record_call(dataset: Any, name: str, index: int) -> Interface:
-    """What ``dataset[index]`` hands its transform (read from the user's files by the user's own code)."""
-    original = getattr(dataset, name)
-    seen: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-
-    def recorder(*args: Any, **kwargs: Any) -> Any:
-        seen.append((args, kwargs))
-        raise _Recorded
-
-    setattr(dataset, name, recorder)
-    try:
-        dataset[index]
-    except _Recorded:
-        pass
-    finally:
-        setattr(dataset, name, original)
-    if not seen:
-        raise CannotAdapt(
-            f"{type(dataset).__name__}[{index}] did not call its .{name}; perfsuite records the sample a Dataset hands "
-            "its transform. Pass the transform to check_paired_augmentation directly, or " + ADAPTER_ADVICE
-        )
-    return interface_of(*seen[0])
+def find_transform(
+    dataset: Any, indices: list[int], wanted: str | None = None, log: Callable[[str], None] | None = None
+) -> tuple[PairedCall, list[tuple[int, Interface]], list[str]]:
+    """The transform ``dataset[i]`` runs (:func:`perfsuite.harness.paired_call.choose`), its recorded call for each
+    index, and the other paired calls at its depth (what the choice left out)."""
+    first = trace_item(dataset, indices[0])
+    chosen = choose(first, wanted)
+    if log is not None:
+        log(f"transform: {chosen.name}, defined at {chosen.defined}")
+    recorded = [(indices[0], chosen.interface)]
+    for i in indices[1:]:
+        if log is not None:
+            log(f"recording the call {type(dataset).__name__}[{i}] makes")
+        same = [c for c in trace_item(dataset, i).paired if c.code is chosen.code]
+        if not same:
+            raise CannotAdapt(
+                f"{type(dataset).__name__}[{i}] did not call {chosen.name} ({chosen.defined}), which "
+                f"{type(dataset).__name__}[{indices[0]}] called with the image and mask; name the transform every "
+                "sample goes through with --transform NAME"
+            )
+        recorded.append((i, min(same, key=lambda c: c.depth).interface))
+    return chosen, recorded, others(first, chosen)
 
 
 def spread(length: int, count: int) -> list[int]:
@@ -147,6 +108,7 @@ def check_dataset_transform(
     samples: int = 8,
     seeds: int = 4,
     subpixel: bool | None = None,
+    transform: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Run the properties on ``dataset``'s own transform over its own samples; raise the first violation.
@@ -154,46 +116,67 @@ def check_dataset_transform(
     ``subpixel``: None decides from the transform (strict and sub-pixel passes only if it keeps colours up to a
     per-channel affine map); False never; True demands it (an error if the transform jitters colours).
     """
-    holder = unwrap(dataset)
-    name = transform_attribute(holder)
     space = LabelSpace.declare(num_classes, ignore_index, None, None, flip_pairs)
     allowed = set(range(num_classes)) | ({ignore_index} if ignore_index is not None else set())
     try:
-        length = len(holder)
+        length = len(dataset)
     except TypeError as exc:
-        raise CannotAdapt(f"{type(holder).__name__} has no len(); perfsuite check reads map-style Datasets") from exc
+        raise CannotAdapt(f"{type(dataset).__name__} has no len(); perfsuite check reads map-style Datasets") from exc
     indices = spread(length, samples)
     if not indices:
-        raise PerfsuiteError(f"{type(holder).__name__} is empty: the training Dataset has no samples to check")
-    recorded: list[tuple[int, Interface]] = []
-    for i in indices:
-        interface = record_call(holder, name, i)
+        raise PerfsuiteError(f"{type(dataset).__name__} is empty: the training Dataset has no samples to check")
+    if log is not None:
+        log(f"finding the transform: tracing {type(dataset).__name__}[{indices[0]}]")
+    chosen, recorded, siblings = find_transform(dataset, indices, transform, log)
+    for i, interface in recorded:
         labels = set(np.unique(mask_hw(interface.mask)).tolist())
         if not labels <= allowed:
             raise PerfsuiteError(
-                f"the mask of {type(holder).__name__}[{i}] holds label(s) {sorted(labels - allowed)}, neither a class "
+                f"the mask of {chosen.dataset}[{i}] holds label(s) {sorted(labels - allowed)}, neither a class "
                 f"(0..{num_classes - 1}) nor the ignore index ({ignore_index}); pass the --num-classes and "
                 "--ignore-index your data uses"
             )
-        recorded.append((i, interface))
-    transform = getattr(holder, name)
-    report = CheckReport(type(holder).__name__, name, recorded[0][1].describe(), [i for i, _ in recorded], seeds)
+    report = CheckReport(
+        chosen.dataset,
+        f"{chosen.name}, defined at {chosen.defined}",
+        recorded[0][1].describe(),
+        [i for i, _ in recorded],
+        seeds,
+    )
+    report.notes.append(
+        "the transform is the outermost call in __getitem__ that took the image and the mask together and returned "
+        "them together"
+        + (f" (--transform {transform})" if transform is not None else "")
+        + (f"; also such calls at that depth, not checked: {', '.join(siblings)}" if siblings else "")
+    )
     groups: dict[tuple[int, ...], list[tuple[int, Interface]]] = {}
     for i, interface in recorded:  # samples of one mask size are checked as a batch: sub-pixel fits pool them
         groups.setdefault(np.asarray(mask_hw(interface.mask)).shape, []).append((i, interface))
+    fn = chosen.fn
+    assert fn is not None, "choose() returns only a call it can make again"
     adapters = [
-        ([i for i, _ in group], SampleAdapter(transform, [itf for _, itf in group], space.flip_map))
+        ([i for i, _ in group], SampleAdapter(fn, [itf for _, itf in group], space.flip_map))
         for group in groups.values()
     ]
 
+    pairs = tuple((a, b) for a, b in space.flip_map if a < b)
+
     def run(mode: str, declared: Declared) -> None:
-        for indices_, adapter in adapters:
+        for g, (indices_, adapter) in enumerate(adapters):
             masks = adapter.masks()
             for seed in range(seeds):
+                if log is not None:
+                    group = f", mask size {g + 1}/{len(adapters)}" if len(adapters) > 1 else ""
+                    log(f"{mode}: seed {seed + 1}/{seeds} on {len(indices_)} sample(s){group}")
                 try:
                     check_example(adapter, masks, seed, declared)
                 except PropertyViolation as err:
-                    raise _where(indices_, seed, err, mode) from None
+                    out = _where(indices_, seed, err, mode)
+                    if log is not None and err.sample is not None and err.cause in CAUSES and pairs:
+                        log(f"replaying dataset[{indices_[err.sample]}], seed {seed}, to find the line that did it")
+                    found = locate(adapter, masks, seed, err.sample, err.cause, pairs)
+                    out.where = fix_text(err.cause or err.prop, found, chosen, pairs)
+                    raise out from None
         report.passes.append(mode)
         if log is not None:
             log(f"passed: {mode}")
@@ -225,6 +208,7 @@ def check_script(
     samples: int = 8,
     seeds: int = 4,
     subpixel: bool | None = None,
+    transform: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """:func:`check_dataset_transform` on the training Dataset of ``script`` (its ``num_classes``, ``flip_pairs``
@@ -246,6 +230,7 @@ def check_script(
         samples=samples,
         seeds=seeds,
         subpixel=subpixel,
+        transform=transform,
         log=log,
     )
     report.notes.insert(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsuite.jobs.script import ran_a_script
 from perfsuite.judge.sites import describe, short_path, site_changes
+from perfsuite.probes.synckinds import fixes, site_op
 
 if TYPE_CHECKING:
     from perfsuite.core.results import Result
@@ -75,8 +76,10 @@ def explain(verdict: Verdict, result: Result, base: Result | None = None) -> Cau
         name = verdict.metric
         changed = [str(c) for c in site_changes(base.metric(name).detail, result.metric(name).detail)]
         if changed:  # what changed since the base, new and gone sites first, rather than head's busiest sites
-            uneven = _uneven_ranks(result.metric(name).detail, "syncs/step")  # and which ranks do it
-            return Cause(label, tuple([*changed[:3], *uneven]))
+            head = result.metric(name).detail
+            uneven = _uneven_ranks(head, "syncs/step")  # and which ranks do it
+            fix = fixes(head.get("kinds"), base.metric(name).detail.get("kinds"))
+            return Cause(label, tuple([*changed[:3], *uneven, *fix]))
     finder = _FINDERS.get(label, lambda k, r: ())
     changed = _changed_knobs(base, result, LOADER_KNOBS) if base is not None and spec.probe == "loader" else []
     return Cause(label, tuple(dict.fromkeys([*changed, *finder(knobs, result)])))
@@ -251,7 +254,7 @@ def _syncs(knobs: Mapping[str, Any], result: Result) -> list[str]:
     detail = result.metric("syncs_per_step").detail
     sites = _sync_sites(detail) + _uneven_ranks(detail, "syncs/step")
     if sites:
-        return sites
+        return sites + fixes(detail.get("kinds"))
     out = []
     interval = knobs.get("log_interval") or 0
     if interval:
@@ -271,7 +274,7 @@ def _sync_sites(detail: Mapping[str, Any]) -> list[str]:
             out.append(site)
         elif isinstance(site, Mapping):
             where = site.get("where") or site.get("site") or site.get("location") or "?"
-            what = site.get("call") or site.get("op") or "sync"
+            what = site_op(site)
             count = site.get("per_step") or site.get("count")
             per_step = f", {format_count(count)} per step" if count is not None else ""
             every = site.get("every")
@@ -292,6 +295,14 @@ def movers(
     """
     from perfsuite.judge.verdict import format_value
 
+    if "by_site" in head_detail or "by_site" in base_detail:  # a count kept by name and by call site
+        if all("sites" in d or "by_site" in d for d in (base_detail, head_detail)):
+            named = describe(site_changes(base_detail, head_detail), top)
+            if named:
+                return named
+        # one side recorded before its sites were kept: what moved by name
+        base_detail = {k: v for k, v in base_detail.items() if k not in ("sites", "by_site")}
+        head_detail = {k: v for k, v in head_detail.items() if k not in ("sites", "by_site")}
     if "sites" in head_detail or "sites" in base_detail:  # call sites, matched by code, not line
         return describe(site_changes(base_detail, head_detail), top)
     b_by, h_by = base_detail.get("by"), head_detail.get("by")

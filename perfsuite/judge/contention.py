@@ -44,6 +44,9 @@ CPU_BOUND = 0.75
 WALL_BOUND_ENV = "PERFSUITE_WALL_BOUND"
 
 
+ABSTAINED = "not judged: "  # how an abstention's message follows the metric's name (report.hints reads it)
+
+
 def wall_bound() -> float:
     """The wall-clock bound: :data:`WALL_BOUND`, or ``PERFSUITE_WALL_BOUND`` (a fraction of the usable cores)."""
     raw = os.environ.get(WALL_BOUND_ENV, "").strip()
@@ -180,7 +183,7 @@ class Guard:
         return replace(
             verdict,
             outcome=Outcome.INCONCLUSIVE,
-            message=f"{spec.name} not judged: {self.figures()}: {what} (measured: {verdict.message})",
+            message=f"{spec.name} {ABSTAINED}{self.figures()}: {what} (measured: {verdict.message})",
             cause=None,
         )
 

@@ -13,12 +13,14 @@ within their tolerance and inconclusive beyond it. Failing verdicts carry their 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch, WorkloadMismatch
+from perfsuite.judge.contention import Guard
 from perfsuite.judge.contention import guard as contention_guard
-from perfsuite.judge.settings import setting_changes
+from perfsuite.judge.settings import SETTINGS, setting_changes
 from perfsuite.judge.tails import compare_tail
 from perfsuite.judge.timing import (
     MIN_BASE_RUNS,
@@ -94,7 +96,30 @@ def compare_results(
         else:
             verdict = judge_metric(spec, base, head, test_id, factor, alpha)
         verdicts.append(explain(guard.apply(spec, verdict), head, base))
-    return verdicts + setting_changes(base, head, test_id)  # loader settings, named exactly (judge/settings.py)
+    verdicts += setting_changes(base, head, test_id)  # settings, named exactly (judge/settings.py)
+    size = measured_size(base, head, next((v for v in verdicts if v.metric == "step_ms"), None), guard)
+    if size:  # beside every exact verdict that fails: how much it costs, judged or not
+        exact = {s.name for s in registry.all_specs() if s.exact} | {s.name for s in SETTINGS}
+        verdicts = [
+            replace(v, message=f"{v.message}; {size}") if v.failed and v.metric in exact else v for v in verdicts
+        ]
+    return verdicts
+
+
+def measured_size(base: Result, head: Result, step: Verdict | None, guard: Guard) -> str:
+    """``step time x6.7 measured, not judged: neighbours 92% of the CPU``: the size of what an exact verdict
+    found, in the one figure every run measures, where time was not judged; "" where it was (its own verdict
+    says how much) or without both medians."""
+    b, h = base.value("step_ms"), head.value("step_ms")
+    if not isinstance(b, (int, float)) or not isinstance(h, (int, float)) or b <= 0 or h <= 0:
+        return ""
+    said = f"step time x{h / b:.3g} measured"
+    if guard.contended(guard.clock(registry.get("step_ms"))):
+        busy = max(side.foreign or 0.0 for side in (guard.base, guard.head))
+        return f"{said}, not judged: neighbours {busy:.0%} of the CPU"
+    if step is not None and step.outcome is Outcome.INCONCLUSIVE:
+        return f"{said}, not decided from these runs"
+    return ""  # judged: its own verdict says how much
 
 
 def _judge_between_runs(
@@ -173,10 +198,11 @@ def _compare_exact(spec: registry.MetricSpec, test_id: str, b: Metric, h: Metric
     from perfsuite.judge.causes import movers
 
     moved = movers(b.detail, h.detail)
-    if spec.family == "loader work":  # perfsuite.probes.loadercount: the callables that changed most, by ratio
+    if spec.family == "loader work":  # perfsuite.probes.loadercount: the lines, then the callables by ratio
         from perfsuite.judge.loaderwork import moved as work_moved
 
-        moved = work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)
+        named = moved if "sites" in b.detail and "sites" in h.detail else ""
+        moved = "; ".join(x for x in (named, work_moved(b.detail.get("by"), h.detail.get("by"), spec.unit)) if x)
     if outcome is not Outcome.UNCHANGED and moved:
         message += f": {moved}"
     ratio = None if spec.kind in ("label", "flag") else value_ratio(b.value, h.value)

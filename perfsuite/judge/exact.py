@@ -19,7 +19,11 @@ included::
 ``null`` means "unavailable" (nothing compiled, say): becoming measurable is a
 change too. ``breakdown`` keeps what each count is made of (ops by name, bytes
 by dtype), one entry per line, so a failure names what moved and the file's
-diff shows it in review. Schema 1 files (no breakdown) are still read. ``libraries`` heads a file
+diff shows it in review. A count probes keep by call site (ops, FLOPs, bytes,
+the loader's calls) has a second entry, ``"<metric> by site"``, keyed by
+line-free labels (op, file, function and code: :func:`perfsuite.probes.sites.labelled`),
+so a failure names the line whose count moved, and an edit above it changes
+nothing. Schema 1 files (no breakdown) are still read. ``libraries`` heads a file
 holding counts that depend on library versions (the loader's counters,
 :mod:`perfsuite.probes.loadercount`): where this run's versions differ, those
 counts are *inconclusive* with the versions named (:mod:`perfsuite.judge.libraries`).
@@ -55,6 +59,7 @@ from perfsuite.judge.settings import check_setting, pinned_changes
 from perfsuite.judge.verdict import Outcome, Verdict, direction, format_value, value_ratio
 
 SCHEMA_VERSION = 2
+BY_SITE = " by site"  # "<metric> by site": a breakdown entry keyed by line-free call sites
 READABLE_VERSIONS = (1, 2)
 # The update command when nothing better is known (the plugin passes the session's own command line).
 UPDATE_HINT = "pytest --perfsuite-update-exact"
@@ -269,7 +274,11 @@ class ExactBaselines:
             for test_id in dependent:
                 if test_id not in self._recorded:
                     self.tests[test_id] = {k: v for k, v in self.tests[test_id].items() if k not in METRICS}
-                    parts = {k: v for k, v in self.breakdown.get(test_id, {}).items() if k not in METRICS}
+                    parts = {
+                        k: v
+                        for k, v in self.breakdown.get(test_id, {}).items()
+                        if k.removesuffix(BY_SITE) not in METRICS
+                    }
                     if parts:
                         self.breakdown[test_id] = parts
                     else:
@@ -361,7 +370,29 @@ def exact_breakdown(result: Result) -> dict[str, dict[str, Any]]:
             by = m.detail.get("by")
             if isinstance(by, Mapping) and by:
                 out[spec.name] = {str(k): v for k, v in by.items()}
+            by_site = m.detail.get("by_site")
+            if isinstance(by_site, Mapping) and by_site:
+                out[spec.name + BY_SITE] = {str(k): v for k, v in by_site.items()}
     return out
+
+
+def _moved(
+    name: str, family: str, unit: str, parts: Mapping[str, Mapping[str, Any]], head_detail: Mapping[str, Any]
+) -> str:
+    """What moved inside a count against the file: the lines whose count changed (the file's ``by site``), then
+    what the count is made of (``by``: ops by name, the loader's callables by ratio)."""
+    named = []
+    if name + BY_SITE in parts and "sites" in head_detail:
+        named.append(movers({"by_site": parts[name + BY_SITE]}, head_detail))
+    if name in parts:
+        if family == "loader work":  # the callables that changed most, by ratio
+            from perfsuite.judge.loaderwork import moved as work_moved
+
+            named.append(work_moved(parts[name], head_detail.get("by"), unit))
+        elif not named:  # a count with sites beside its "by" (ops by name) is compared by name here
+            by_name = {k: v for k, v in head_detail.items() if k not in ("sites", "by_site")}
+            named.append(movers({"by": parts[name]}, by_name if "by_site" in head_detail else head_detail))
+    return "; ".join(n for n in named if n)
 
 
 def missing_verdict(test_id: str, source: str, update: str, allowed: bool) -> Verdict:
@@ -460,12 +491,8 @@ def check_exact(
         else:
             outcome = direction(spec, want, got)
             message = f"{name} {format_value(want)} -> {format_value(got)} (exact, {source})"
-            if outcome is not Outcome.UNCHANGED and name in parts:
-                moved = movers({"by": parts[name]}, head.metric(name).detail)
-                if spec.family == "loader work":  # the callables that changed most, by ratio
-                    from perfsuite.judge.loaderwork import moved as work_moved
-
-                    moved = work_moved(parts[name], head.metric(name).detail.get("by"), spec.unit)
+            if outcome is not Outcome.UNCHANGED:
+                moved = _moved(name, spec.family, spec.unit, parts, head.metric(name).detail)
                 message += f": {moved}" if moved else ""
             verdict = Verdict(
                 test_id,

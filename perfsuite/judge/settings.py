@@ -1,30 +1,40 @@
-"""Loader settings as exact facts: a change between base and head is named, and fails where it is pinned.
+"""Settings as exact facts: a change that undoes a seed's fix regresses, any other change is named.
 
-On a UNet trainer under ``perfsuite exec``, ``num_workers 2 -> 0`` was in the
-head Result's knobs, yet ``perfsuite compare`` said nothing and exited 0: knobs
-were only read to explain a slowdown. Here the loader settings a Result records
-(``num_workers``, ``persistent_workers``, ``pin_memory``, ``prefetch_factor``
-and the batch size) are compared exactly, every time both runs know them:
+On a face-parsing repository under ``perfsuite exec``, ``num_workers 2 -> 0``
+exited 0: its main-thread loading went x30.5, measured but not judged on a busy
+machine. The settings are the seeds' fixes, so they are compared exactly,
+every time both runs know them (:data:`SETTINGS`, the one table: the loader's
+``num_workers``, ``pin_memory``, ``persistent_workers``, ``prefetch_factor``
+and batch size, ``non_blocking`` copies, the AMP dtype, compile,
+``channels_last``, cuDNN's autotuner, TF32 and the intra-op threads):
 
-* a change is named as its own verdict (``num_workers 2 -> 0``). Changing a
-  setting is not by itself a regression (tuning changes them on purpose), so
-  it is *inconclusive* there: shown, with what to write to pin it, not failed;
+* a change that undoes a fix is **regressed (setting)**, named at the line
+  that builds the loader (``train.py:64 DataLoader(num_workers=2 -> 0)``) or
+  makes the copy, with the figures measured beside it, judged or not;
+* any other change is **changed (setting)**; either way the message says how
+  to accept it (``perfsuite accept HEAD BASE``, one command for a Job, a perf
+  test and a script);
 * a setting pinned by a marker (``@pytest.mark.perf(num_workers=2)``, a
   :class:`~perfsuite.judge.thresholds.SettingPin`) or by the committed exact
   file (its ``settings`` section, :func:`pinned_changes`, written by
   ``--perfsuite-update-exact``) fails whenever a run differs.
 
-A setting a user's job did not set or perfsuite could not read (``knob_sources``
-"not known"/"not applied") is not compared: nothing is known to have changed.
+A setting is read from the knobs perfsuite set or read from the user's
+objects; what a script sets in its own code is read as the run had it (the
+AMP dtype the forward ran, whether anything compiled, the copies'
+``non_blocking``, the process's switches: :mod:`perfsuite.probes.settings`).
+A setting neither way knows (``knob_sources`` "not known"/"not applied", a
+Result recorded before) is not compared: nothing is known to have changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from perfsuite.core.results import Result
-from perfsuite.judge.verdict import Outcome, Verdict, format_value
+from perfsuite.judge.verdict import Outcome, Verdict, format_value, value_ratio
 
 # The DataLoader arguments a Result records, in the order they are reported.
 LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "prefetch_factor", "batch_size")
@@ -41,18 +51,201 @@ def recorded(result: Result, name: str) -> tuple[bool, Any]:
     return (name in result.knobs), result.knobs.get(name)
 
 
-def setting_changes(base: Result, head: Result, test_id: str) -> list[Verdict]:
-    """One verdict per loader setting both runs know and that differs, named ``num_workers 2 -> 0``."""
-    verdicts = []
-    for name in LOADER_SETTINGS:
-        (b_known, b), (h_known, h) = recorded(base, name), recorded(head, name)
-        if not (b_known and h_known) or b == h:
+@dataclass(frozen=True)
+class Setting:
+    """One setting compared between base and head, and which of its values carries a seed's fix.
+
+    ``fixed`` says whether a value is the fixed one (None: no value is, a change is only *changed*);
+    ``fix`` says what the fix is, in the seeds' terms; ``costs`` are the measured figures shown beside a
+    change (whether or not their own verdicts judged them); ``call`` is how the user's code sets it.
+    """
+
+    name: str
+    call: str
+    fixed: Callable[[Any], bool] | None = None
+    fix: str = ""
+    costs: tuple[str, ...] = ("step_ms",)
+
+
+def _on(value: Any) -> bool:
+    return value is True
+
+
+def _low_precision(value: Any) -> bool:
+    return value not in (None, False, "", "none", "fp32", "float32")
+
+
+# The one table: every setting a Result records, in the order they are reported, with the direction of its fix.
+SETTINGS = (
+    Setting(
+        "num_workers",
+        "DataLoader",
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+        "batches load in worker processes beside the step, not between steps in the training process (seeds "
+        "000, 002, 003, 004)",
+        ("main_load_ms_per_step", "step_ms", "data_wait_frac"),
+    ),
+    Setting(
+        "pin_memory",
+        "DataLoader",
+        _on,
+        "pinned host memory, so copies to the GPU can overlap with compute (seeds 000, 003, 004)",
+        ("step_ms", "data_wait_frac"),
+    ),
+    Setting(
+        "persistent_workers",
+        "DataLoader",
+        _on,
+        "workers kept across epochs instead of restarted at each (seeds 000, 002, 004)",
+        ("epoch_fetch_ms", "step_ms"),
+    ),
+    Setting("prefetch_factor", "DataLoader", costs=("data_wait_frac", "step_ms")),
+    Setting("batch_size", "DataLoader"),
+    Setting(
+        "non_blocking",
+        ".to(device, non_blocking=...)",
+        _on,
+        "copies to the device that do not block the host (seeds 000, 003)",
+        ("step_ms", "data_wait_frac"),
+    ),
+    Setting("amp", "autocast", _low_precision, "the forward in bf16/fp16 autocast, not FP32 (seeds 000, 003, 004)"),
+    Setting(
+        "compile", "torch.compile", lambda v: bool(v) and v != "none", "a torch.compile'd model (seeds 000, 003, 004)"
+    ),
+    Setting("channels_last", "memory_format"),
+    Setting(
+        "cudnn_benchmark",
+        "torch.backends.cudnn.benchmark",
+        _on,
+        "cuDNN's autotuner picks convolution kernels (seeds 003, 004)",
+    ),
+    Setting(
+        "tf32",
+        "torch.backends.cuda.matmul.allow_tf32",
+        _on,
+        "TF32 matmuls and convolutions on Ampere+ (seeds 003, 004)",
+    ),
+    Setting("intra_op_threads", "torch.set_num_threads", costs=("step_ms", "step_cpu_ms")),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+# How a change is made the new baseline: the same for a Job, a perf test and a script (docs/settings.md).
+ACCEPT = "perfsuite accept HEAD BASE"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A setting as one Result knows it: its value and the line that set it ("" when not known)."""
+
+    known: bool
+    value: Any = None
+    site: str = ""
+
+
+def _knob(result: Result, name: str) -> tuple[bool, Any]:
+    """A knob perfsuite set or read from the user's objects (not one it reports as not applied or not known)."""
+    source = result.knob_sources.get(name, "")
+    return (name in result.knobs and not source.startswith(_UNKNOWN_SOURCES)), result.knobs.get(name)
+
+
+def _env(result: Result) -> dict[str, Any]:
+    settings = result.environment.get("settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def _site_of(detail: Any) -> str:
+    sites = detail.get("sites") if isinstance(detail, dict) else None
+    return str(sites[0].get("site", "")) if isinstance(sites, list) and sites and isinstance(sites[0], dict) else ""
+
+
+def read(result: Result, name: str) -> Reading:
+    """One setting of a Result: a knob perfsuite knows, else what the run measured (a script's own code)."""
+    if name in LOADER_SETTINGS:
+        known, value = recorded(result, name)
+        built = _env(result).get("loader_built_at")
+        return Reading(known, value, str(built.get("site", "")) if isinstance(built, dict) else "")
+    known, value = _knob(result, name)
+    if known:
+        return Reading(True, value)
+    if name == "non_blocking":
+        copies = result.metric("h2d_bytes_per_step").detail.get("copies")
+        if not copies:
+            return Reading(False)
+        blocking = [c for c in copies if not c.get("non_blocking")]
+        return Reading(True, not blocking, str((blocking or copies)[0].get("site", "")))
+    if name == "amp":
+        m = result.metric("amp_lowp_frac")
+        if not m.available:
+            return Reading(False)
+        lowp = [d for d in ("bfloat16", "float16") if (m.detail.get("dtypes") or {}).get(d)]
+        forward = _site_of(result.metric("input_format").detail)
+        return Reading(True, lowp[0] if m.detail.get("autocast_enabled") and lowp else None, forward)
+    if name == "compile":
+        m = result.metric("compile_s")
+        if m.available:
+            return Reading(True, True)
+        return Reading("nothing was compiled" in (m.reason or ""), False)
+    if name == "channels_last":
+        fmt = result.metric("input_format")
+        if not fmt.available or ";" not in str(fmt.value):
+            return Reading(False)
+        params = str(fmt.value).split(";")[-1]
+        return Reading(True, "channels_last" in params and "contiguous" not in params, _site_of(fmt.detail))
+    env = _env(result)
+    if name == "intra_op_threads" and name not in env:
+        contention = result.environment.get("contention")
+        env = contention if isinstance(contention, dict) else {}
+    return Reading(name in env, env.get(name))
+
+
+def _measured(result_base: Result, head: Result, names: tuple[str, ...]) -> str:
+    """``measured: main_load_ms_per_step 1.25 -> 45.9 ms/step (x36.7)``, of the figures both runs have."""
+    from perfsuite.core import metrics as registry
+
+    parts = []
+    for name in names:
+        b, h = result_base.metric(name), head.metric(name)
+        if not (b.available and h.available) or not isinstance(b.value, (int, float)):
             continue
-        message = (
-            f"{name} {format_value(b)} -> {format_value(h)} (loader setting): named, not judged on its own; "
-            f"pin it to fail on any change: @pytest.mark.perf({name}={b!r})"
+        ratio = value_ratio(b.value, h.value)
+        spec = registry.find(name)
+        unit = spec.unit if spec is not None and spec.kind != "shares" and spec.unit != "fraction" else ""
+        parts.append(
+            f"{name} {format_value(b.value)} -> {format_value(h.value)}{' ' + unit if unit else ''}"
+            + (f" (x{ratio:.3g})" if ratio else "")
         )
-        verdicts.append(Verdict(test_id, name, b, h, None, Outcome.INCONCLUSIVE, message))
+    return f"; measured beside it: {', '.join(parts)}" if parts else ""
+
+
+def setting_changes(base: Result, head: Result, test_id: str) -> list[Verdict]:
+    """One verdict per setting both runs know and that differs: *regressed* where head undoes a seed's fix
+    (``train.py:64 DataLoader(num_workers=2 -> 0)``), *changed* otherwise; both name how to accept it."""
+    from perfsuite.judge.sites import short_path
+
+    verdicts = []
+    workers = (read(base, "num_workers"), read(head, "num_workers"))
+    for setting in SETTINGS:
+        name = setting.name
+        b, h = read(base, name), read(head, name)
+        if not (b.known and h.known) or b.value == h.value:
+            continue
+        if name in ("persistent_workers", "prefetch_factor") and 0 in (workers[0].value, workers[1].value):
+            continue  # follows from num_workers 0: named there
+        site = h.site or b.site
+        where = f"{short_path(site)} " if site else ""
+        what = (
+            f"{where}{setting.call}({name}={format_value(b.value)} -> {format_value(h.value)})"
+            if setting.call == "DataLoader"
+            else f"{where}{name} {format_value(b.value)} -> {format_value(h.value)} ({setting.call})"
+        )
+        measured = _measured(base, head, setting.costs)
+        accept = f"; if intended, accept it as the baseline: `{ACCEPT}`"
+        if setting.fixed is not None and setting.fixed(b.value) and not setting.fixed(h.value):
+            message = f"regressed (setting): {what} undoes the seeds' fix: {setting.fix}{measured}{accept}"
+            outcome = Outcome.REGRESSED
+        else:
+            message = f"changed (setting): {what}{measured}{accept}"
+            outcome = Outcome.CHANGED
+        verdicts.append(Verdict(test_id, name, b.value, h.value, None, outcome, message, cause=None))
     return verdicts
 
 
@@ -82,6 +275,8 @@ def loader_settings(result: Result) -> dict[str, Any]:
 
 def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, source: str, update: str) -> list[Verdict]:
     """Each setting ``expected`` pins (the committed file's) that head runs with otherwise: a regression."""
+    from perfsuite.judge.sites import short_path
+
     verdicts = []
     for name, want in expected.items():
         known, got = recorded(head, name)
@@ -89,9 +284,14 @@ def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, sour
             message = f"{name} is pinned to {want!r} in {source} but this run did not record it"
             verdicts.append(Verdict(test_id, name, want, None, None, Outcome.UNAVAILABLE, message))
         elif got != want or type(got) is not type(want):
+            rule = BY_NAME.get(name)
+            undone = rule is not None and rule.fixed is not None and rule.fixed(want) and not rule.fixed(got)
+            why = f" undoes the seeds' fix: {rule.fix}" if undone and rule is not None else ""
+            site = read(head, name).site
+            where = f"{short_path(site)} " if site else ""
             message = (
-                f"{name} {format_value(want)} -> {format_value(got)} (loader setting pinned in {source}); "
-                f"if intended, update it: `{update}`"
+                f"{'regressed (setting): ' if undone else ''}{where}{name} {format_value(want)} -> {format_value(got)} "
+                f"(loader setting pinned in {source}){why}; if intended, update it: `{update}`"
             )
             verdicts.append(Verdict(test_id, name, want, got, None, Outcome.REGRESSED, message))
     return verdicts

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfsuite.probes.sites import has_identity, labelled, line_of, short_path
+from perfsuite.probes.sites import count_of, has_identity, labelled, line_of, per_of, short_path
+from perfsuite.probes.synckinds import site_op
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class SiteChange:
     head: float
     every: int | None = None
     was: str | None = None  # base's site, when a matched site's line moved
+    per: str = "step"  # what the counts are per: a step, or a sample of the loader's
 
     @property
     def kind(self) -> str:
@@ -50,15 +52,16 @@ class SiteChange:
             notes.append(self.kind)
         elif self.was and self.was != self.site:
             notes.append(f"was at {short_path(self.was)}")
-        return f"{where} {self.delta:+.3g}/step" + (f" ({', '.join(notes)})" if notes else "")
+        size = f"{self.delta:+.0f}" if abs(self.delta) >= 1000 else f"{self.delta:+.3g}"  # bytes, pixels: exact
+        return f"{where} {size}/{self.per}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _side(detail: Mapping[str, Any], by_line: bool) -> dict[str, tuple[float, Mapping[str, Any] | None]]:
     """label -> (per step, the site entry) from a probe's ``sites``, or from a file's line-free ``by``."""
     sites = detail.get("sites")
     if isinstance(sites, list):
-        return {label: (float(e.get("per_step") or 0.0), e) for label, e in labelled(sites, by_line)}
-    by = detail.get("by")
+        return {label: (count_of(e), e) for label, e in labelled(sites, by_line)}
+    by = detail.get("by_site", detail.get("by"))
     return {str(k): (float(v), None) for k, v in by.items()} if isinstance(by, Mapping) else {}
 
 
@@ -84,12 +87,13 @@ def site_changes(base_detail: Mapping[str, Any], head_detail: Mapping[str, Any])
         out.append(
             SiteChange(
                 label,
-                str(entry.get("op", "")) if entry is not None else "",
+                site_op(entry) if entry is not None else "",
                 str(entry.get("site", "")) if entry is not None else "",
                 b,
                 h,
                 every if isinstance(every, int) else None,
                 str(b_entry["site"]) if b_entry is not None and h_entry is not None else None,
+                per_of(entry) if entry is not None else "step",
             )
         )
     return sorted(out, key=SiteChange.order)

@@ -52,7 +52,7 @@ class Settings:
     observe_steps: int | None = None
     period_steps: int | None = None
     baselines: Path = Path("baselines")
-    baseline_runs: int = 1
+    baseline_runs: int = 3  # options.BY_NAME["baseline_runs"].default
     save: bool = False
     compare: bool = False
     update_exact: bool = False
@@ -176,7 +176,7 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
         knobs=parse_knob_overrides(cli.get("knob") or ()),
         thresholds=_check_threshold_tables(pyproject.get("thresholds", {})),
         worker_gpus=str(pick("worker_gpus", "auto")[0]),
-        baseline_runs=int(pick("baseline_runs", 1)[0]),
+        baseline_runs=int(pick("baseline_runs", options.BY_NAME["baseline_runs"].default)[0]),
         **{
             name: float(pick(name, options.BY_NAME[name].default)[0])
             for name in ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")

@@ -5,7 +5,8 @@ syncs (syncs_per_step), compile (graph_breaks, recompiles, compile_s), amp
 (amp_engaged, amp_lowp_frac, grad_scaler_bf16), loader (the loader ledger: CPU time per sample by process
 and by stage, main_load_ms_per_step, capacity), loadercount (the loader's work per sample, exactly), cost
 (ops_per_step, h2d_bytes_per_step, flops_per_step, input_format), memory (peak_mem_mb, peak_rss_mb), contention
-(CPU pressure, steal, neighbours, run queue into Result.environment; step_cpu_ms). Each reports
+(CPU pressure, steal, neighbours, run queue into Result.environment; step_cpu_ms), settings (cuDNN, TF32,
+threads and where the loader was built, into Result.environment). Each reports
 ``Metric.unavailable`` with a reason where it cannot measure, never raises.
 """
 
@@ -29,6 +30,7 @@ def all_probes() -> list[Probe]:
     from perfsuite.probes.loadercount import LoaderCountProbe
     from perfsuite.probes.memory import MemoryProbe
     from perfsuite.probes.nvml import NvmlProbe
+    from perfsuite.probes.settings import SettingsProbe
     from perfsuite.probes.syncs import SyncProbe
 
     return [
@@ -43,6 +45,7 @@ def all_probes() -> list[Probe]:
         CostProbe(),
         MemoryProbe(),
         LabelProbe(),
+        SettingsProbe(),
     ]
 
 

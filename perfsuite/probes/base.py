@@ -152,9 +152,14 @@ class Probe:
         return {}
 
 
+PROBE_MARK = "perfsuite.probe_work"  # the profiler's range around a probe's own work (perfsuite.probes.syncs)
+
+
 @contextlib.contextmanager
 def unobserved() -> Iterator[None]:
-    """Run a probe's own tensor work unseen by every probe's modes (function and dispatch).
+    """Run a probe's own tensor work (or the loader's fetch) unseen by every probe: their function and dispatch
+    modes off, CUDA's sync debug mode off, and, while a profiler records, inside a ``perfsuite.probe_work`` range,
+    so the sync probe leaves the CUDA runtime calls made there out of the step's count.
 
     A probe that checks the step's tensors (labels) must not have its checks
     counted as the step's syncs, ops or FLOPs.
@@ -162,5 +167,14 @@ def unobserved() -> Iterator[None]:
     import torch
     from torch.utils._python_dispatch import _disable_current_modes
 
-    with _disable_current_modes(), torch._C.DisableTorchFunction():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_disable_current_modes())
+        stack.enter_context(torch._C.DisableTorchFunction())
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            debug = torch.cuda.get_sync_debug_mode()
+            if debug:
+                torch.cuda.set_sync_debug_mode(0)
+                stack.callback(torch.cuda.set_sync_debug_mode, debug)
+            if torch.autograd.profiler._is_profiler_enabled:
+                stack.enter_context(torch.profiler.record_function(PROBE_MARK))
         yield

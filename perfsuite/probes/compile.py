@@ -5,6 +5,10 @@ from setup() to the end of the run, reading torch._dynamo's own counters and
 per-frame compilation records (the same numbers ``torch._dynamo.explain`` and
 TORCH_LOGS report). Seed 003 never compiled; a compiled model that silently
 breaks into many graphs is the next trap, so breaks come with their reasons.
+Both counts also keep their sites (``detail["sites"]``): a break at the line
+it happened (dynamo compiles the rest of the function as a frame of its own,
+``torch_dynamo_resume_in_forward_at_26``, starting there), a recompile at the
+first line of the frame compiled again.
 
 Whenever torch._dynamo is loaded, setup() calls torch._dynamo.reset():
 compiled code is cached per code object, and a second run of the same model
@@ -24,14 +28,18 @@ that was never compiled (seed 003's ``compile_model: false``).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
 from typing import Any
 
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.sites import code_site, site_detail
 
 NAMES = ("graph_breaks", "recompiles", "compile_s")
+# dynamo compiles what follows a break as a frame of its own, named for the function and the breaking line
+_RESUMED = re.compile(r"^torch_dynamo_resume_in_(.+)_at_\d+$")
 
 
 def _reason(text: str) -> dict[str, str]:
@@ -114,6 +122,17 @@ class CompileProbe(Probe):
         frames = res["frames"]
         breaks: Counter[str] = res["breaks"]
         recompiled = [r for r in frames if r.recompile_reason]
+
+        def sites(found: list[Any]) -> dict[str, Any]:
+            """Per line: each compiled frame given (its first line; a resumed frame's is the breaking line)."""
+            at: Counter[tuple[str, str, int, str]] = Counter()
+            for r in found:
+                if r.co_filename and r.co_firstlineno:
+                    resumed = _RESUMED.match(str(r.co_name))
+                    name = resumed.group(1) if resumed else str(r.co_name)
+                    at[(name, str(r.co_filename), int(r.co_firstlineno), name)] += 1
+            return site_detail(code_site(*key, n) for key, n in sorted(at.items(), key=lambda kv: (-kv[1], kv[0])))
+
         return [
             Metric(
                 "graph_breaks",
@@ -123,6 +142,7 @@ class CompileProbe(Probe):
                     "graphs": res["graphs"],
                     "frames": len(frames),
                     "reasons": [{**_reason(text), "count": n} for text, n in breaks.most_common()],
+                    **sites([r for r in frames if _RESUMED.match(str(r.co_name)) and not r.recompile_reason]),
                 },
             ),
             Metric(
@@ -135,6 +155,7 @@ class CompileProbe(Probe):
                         {"frame": r.co_name, "compile_id": r.compile_id, "reason": r.recompile_reason.strip()}
                         for r in recompiled
                     ],
+                    **sites(recompiled),
                 },
             ),
             Metric(

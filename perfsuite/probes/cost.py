@@ -26,6 +26,15 @@ where its time cost drowns in a CPU runner's noise:
   of its parameters, e.g. ``input float32 channels_last; params float32
   contiguous``. Any change is reported (float64 inputs, a layout mismatch).
 
+Each count is also kept by call site (``detail["sites"]``, per step): the
+first frame outside torch and perfsuite's harness, as the sync probe finds it
+(:mod:`perfsuite.probes.sites`), so ``aten::zero_`` from a
+``zero_grad(set_to_none=False)`` is named at that line, an ``int64`` copy at
+the ``.to(device)`` that makes it, the input format at the ``model(x)`` call.
+``detail["by_site"]`` holds the same counts under line-free labels (what the
+committed exact file keeps). A backward's ops are the ``loss.backward()``
+line's; on CUDA, where autograd runs them on its own thread, ``<unknown>``.
+
 Counting needs dispatch modes, so like every instrumenting probe this one
 only watches the observed steps, after the measured window. A copy made with
 ``non_blocking=True`` on a CPU run is a plain host copy: the probe says so in
@@ -43,6 +52,7 @@ from typing import Any
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.residency import destination, residency_for
+from perfsuite.probes.sites import Sites, site_counts, site_detail
 
 
 def memory_format(t: Any) -> str:
@@ -83,12 +93,22 @@ class CostProbe(Probe):
         self.flops = 0
         self.formats: list[str] = []
         self.non_blocking = 0
+        self._sites: Sites | None = None
+        # (op or dtype or format, site) -> total over the observed steps
+        self.op_sites: Counter[tuple[str, str]] = Counter()
+        self.h2d_sites: Counter[tuple[str, str]] = Counter()
+        self.flop_sites: Counter[tuple[str, str]] = Counter()
+        self.format_sites: Counter[tuple[str, str]] = Counter()
+        self.copy_modes: Counter[tuple[bool, str]] = Counter()  # (non_blocking, site) of the step's own .to/.cuda
 
     def setup(self, ctx: RunContext) -> None:
         self._ctx = ctx
         self._residency = residency_for(ctx)
         self._observed, self.flops, self.non_blocking = 0, 0, 0
         self.ops, self.h2d, self.formats = Counter(), Counter(), []
+        self._sites = Sites()
+        self.op_sites, self.h2d_sites, self.flop_sites, self.format_sites = Counter(), Counter(), Counter(), Counter()
+        self.copy_modes = Counter()
 
     def _modes(self) -> tuple[Any, Any]:
         import torch
@@ -96,17 +116,17 @@ class CostProbe(Probe):
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils.flop_counter import flop_registry
 
-        from perfsuite.probes.sites import Sites
-
-        assert self._ctx is not None
-        probe, sites, residency = self, Sites(), self._residency
+        assert self._ctx is not None and self._sites is not None
+        probe, sites, residency = self, self._sites, self._residency
         factories = {getattr(torch, name) for name in DATA_FACTORIES if hasattr(torch, name)}
 
-        def count(tensor: Any) -> None:
-            probe.h2d[str(tensor.dtype).replace("torch.", "")] += tensor.numel() * tensor.element_size()
+        def count(tensor: Any, site: str) -> None:
+            dtype, n = str(tensor.dtype).replace("torch.", ""), tensor.numel() * tensor.element_size()
+            probe.h2d[dtype] += n
+            probe.h2d_sites[(dtype, site)] += n
 
-        def from_step() -> bool:
-            return sites.find(sys._getframe(2))[1]  # issued by the step's code, not inside torch
+        def from_step() -> tuple[str, bool]:
+            return sites.find(sys._getframe(2))  # (site, issued by the step's code rather than inside torch)
 
         class CopyCount(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -127,16 +147,21 @@ class CostProbe(Probe):
                 ):
                     host = args[1]
                 out = func(*args, **kwargs)
-                if host is not None and from_step():
-                    count(host)
+                if host is not None:
+                    site, direct = from_step()
+                    if direct:
+                        count(host, site)
+                        if func is not torch.Tensor.copy_:
+                            probe.copy_modes[(bool(kwargs.get("non_blocking")), site)] += 1
                 elif (
                     func in factories
                     and residency.is_run_device(kwargs.get("device", "meta"))
                     and not (args and isinstance(args[0], torch.Tensor) and residency.on_device(args[0]))
                     and isinstance(out, torch.Tensor)
-                    and from_step()
                 ):
-                    count(out)
+                    site, direct = from_step()
+                    if direct:
+                        count(out, site)
                 return out
 
         class OpCount(TorchDispatchMode):
@@ -145,9 +170,14 @@ class CostProbe(Probe):
                 out = func(*args, **kwargs)
                 packet = func.overloadpacket
                 probe.ops[packet.__name__] += 1
+                site = sites.find(sys._getframe(1))[0]
+                probe.op_sites[(f"aten::{packet.__name__}", site)] += 1
                 formula = flop_registry.get(packet)
                 if formula is not None:
-                    probe.flops += int(formula(*args, **kwargs, out_val=out))
+                    flops = int(formula(*args, **kwargs, out_val=out))
+                    probe.flops += flops
+                    if flops:
+                        probe.flop_sites[(f"aten::{packet.__name__}", site)] += flops
                 return out
 
         return CopyCount(), OpCount()
@@ -165,6 +195,8 @@ class CostProbe(Probe):
                 first = next((a for a in args if isinstance(a, torch.Tensor)), None)
                 if first is not None and not self.formats[self._observed :]:
                     self.formats.append(describe_format(first, module))
+                    if self._sites is not None:  # the model(x) line: where the input arrives in this format
+                        self.format_sites[(self.formats[-1], self._sites.find(sys._getframe(1))[0])] += 1
 
             hook = model.register_forward_pre_hook(record)  # this module's own hook, for observed steps only
         copies, ops = self._modes()
@@ -175,6 +207,15 @@ class CostProbe(Probe):
             if hook is not None:
                 hook.remove()
         self._observed += 1
+
+    def _copies(self, k: int) -> list[dict[str, Any]]:
+        """The step's own ``.to(device)``/``.cuda()`` copies by site, with their ``non_blocking`` (a setting)."""
+        out = []
+        for (non_blocking, site), n in sorted(self.copy_modes.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            entry = {"site": site, "non_blocking": non_blocking, "per_step": n / k}
+            entry.update(self._sites.identity(site) if self._sites is not None else {})
+            out.append(entry)
+        return out
 
     def notes(self) -> list[str]:
         if not self.non_blocking:
@@ -195,19 +236,31 @@ class CostProbe(Probe):
             ]
         by_op = {name: n / k for name, n in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0]))}
         by_dtype = {name: n / k for name, n in sorted(self.h2d.items())}
+
+        def sites(counts: Counter[tuple[str, str]]) -> dict[str, Any]:
+            return site_detail(site_counts(counts, k, self._sites))
+
         out = [
-            Metric("ops_per_step", sum(self.ops.values()) / k, "ops/step", detail={"by": by_op, "observed_steps": k}),
+            Metric(
+                "ops_per_step",
+                sum(self.ops.values()) / k,
+                "ops/step",
+                detail={"by": by_op, "observed_steps": k, **sites(self.op_sites)},
+            ),
             Metric(
                 "h2d_bytes_per_step",
                 sum(self.h2d.values()) / k,
                 "bytes/step",
-                detail={"by": by_dtype, "observed_steps": k},
+                detail={"by": by_dtype, "observed_steps": k, **sites(self.h2d_sites), "copies": self._copies(k)},
             ),
-            Metric("flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k}),
+            Metric(
+                "flops_per_step", self.flops / k, "FLOP/step", detail={"observed_steps": k, **sites(self.flop_sites)}
+            ),
         ]
         formats = sorted(set(self.formats))
         if formats:
-            out.append(Metric("input_format", " | ".join(formats), detail={"observed_steps": k}))
+            detail = {"observed_steps": k, **sites(self.format_sites)}
+            out.append(Metric("input_format", " | ".join(formats), detail=detail))
         else:
             out.append(
                 Metric.unavailable(

@@ -16,6 +16,14 @@ stage (``__getitem__``, its ``transform`` where the Dataset holds one, ``collate
 * **output**: the bytes, dtypes and shapes leaving each stage (``ndarray uint8 64x64``);
 * **off-CPU time**: wall minus thread CPU per stage, the one *noisy* figure (a sleep or a slow read).
 
+Calls, blocking calls and decoded pixels are also kept by call site (``detail["sites"]``, per sample): the
+innermost line of the user's own code (not torch's, perfsuite's, the standard library's or an installed
+package's: :meth:`perfsuite.probes.sites.Sites.find_users`), with what that line called, so a resize added to
+``__getitem__`` is named ``PIL.Image.Image.resize at face_dataset.py:47`` and a sleeping collate
+``time.sleep at train.py:30``. Read bytes are kept by site too, each read call's own (``rchar`` around it;
+reads no Python-level call makes, such as a memory map's, are the stage's only). Allocated and output bytes
+stay by stage: they are measured between a stage's edges, not per call.
+
 The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
 on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
 a counter that differs between the two counted passes is reported *unavailable*, naming what moved
@@ -41,6 +49,7 @@ from typing import Any
 
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.sites import Sites, site_counts, site_detail
 from perfsuite.probes.stages import TRANSFORM_ATTRS, _copy, _isolated, replay_plan
 
 COUNT_BATCHES = 2  # batches counted per run: counts do not need many
@@ -75,6 +84,8 @@ BLOCKING = frozenset(
         "_ssl._SSLSocket.read",
     }
 )
+# The blocking calls that read: the bytes each returns are charged to its site (read_sites).
+READS = frozenset(name for name in BLOCKING if ".read" in name or ".recv" in name or name.endswith(".pread"))
 LIBRARIES = ("Pillow", "numpy", "torch", "torchvision")
 
 
@@ -187,15 +198,23 @@ class Counts:
     read_why: str | None = None  # why read bytes are unavailable
     moved: dict[str, str] = field(default_factory=dict)  # metric -> what differed between two counted passes
     cost_s: float = 0.0  # the counting replay's own CPU time
+    # (what the user's line called, its site) -> calls, blocking calls, decoded pixels (Sites.find_users)
+    call_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+    blocking_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+    pixel_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+    read_sites: Counter[tuple[str, str]] = field(default_factory=Counter)  # bytes each read call returned
+    sites: Any = None  # the Sites that found them (their identities), not kept in the Result
 
 
 class _Tally:
     """The profile function and the stage accounting of one counted replay."""
 
-    def __init__(self, counts: Counts, rchar: Callable[[], int] | None, skip: set[Any]) -> None:
+    def __init__(self, counts: Counts, rchar: Callable[[], int] | None, skip: set[Any], sites: Any) -> None:
         from PIL import ImageFile
 
-        self.c, self.rchar, self.skip = counts, rchar, skip
+        self.c, self.rchar, self.skip, self.sites = counts, rchar, skip, sites
+        counts.sites = sites
+        self._reading: list[tuple[Any, tuple[str, str], int]] = []  # read calls under way: (callable, site, rchar)
         self.load_code = ImageFile.ImageFile.load.__code__
         self.stack: list[str] = []
         self.on = False
@@ -209,17 +228,31 @@ class _Tally:
             code = frame.f_code
             if code in self.skip:
                 return
-            self.c.calls[f"{stage}: {frame.f_globals.get('__name__', '?')}.{code.co_qualname}"] += 1
+            name = f"{frame.f_globals.get('__name__', '?')}.{code.co_qualname}"
+            self.c.calls[f"{stage}: {name}"] += 1
+            site, called = self.sites.find_users(frame.f_back, name)
+            where = (called, site)
+            self.c.call_sites[where] += 1
             if code is self.load_code:
                 image = frame.f_locals.get("self")
                 if getattr(image, "tile", None):
                     w, h = image.size
                     self.c.pixels[stage] += int(w) * int(h)
+                    self.c.pixel_sites[where] += int(w) * int(h)
         elif event == "c_call":
             name = _c_name(arg)
             self.c.calls[f"{stage}: {name}"] += 1
+            site, called = self.sites.find_users(frame, name)
+            self.c.call_sites[(called, site)] += 1
             if name in BLOCKING:
                 self.c.blocking[f"{stage}: {name}"] += 1
+                self.c.blocking_sites[(name if called == name else f"{called} ({name})", site)] += 1
+                if name in READS and self.rchar is not None:  # its bytes, charged at its return
+                    self._reading.append((arg, (called, site), self.rchar()))
+        elif event in ("c_return", "c_exception") and self._reading and self._reading[-1][0] is arg:
+            _, where, before = self._reading.pop()
+            if self.rchar is not None:
+                self.c.read_sites[where] += self.rchar() - before
 
     def _now(self) -> tuple[int, int, int, int]:
         import tracemalloc
@@ -376,6 +409,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
     order = np.random.default_rng(seed).permutation(len(dataset))
     plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
     rchar = _rchar_reader()
+    sites = Sites()
     passes: list[Counts] = []
     skip = {_Staged.__call__.__code__, *_own_codes()}
     started = time.thread_time()
@@ -400,7 +434,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                     out.code["collate_fn"] = f"{getattr(collate, '__module__', '?')}.{name}"
                 if rchar is None:
                     out.read_why = "/proc/thread-self/io is not readable here (Linux only)"
-                tally = _Tally(out, rchar, skip)
+                tally = _Tally(out, rchar, skip, sites)
                 gc.collect()
                 gc.disable()
                 if not traced_before:
@@ -487,23 +521,26 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
     n = max(1, c.samples)
     common = {"libraries": dict(libraries), "samples": c.samples, "code": dict(c.code), "stages": list(c.stages)}
 
-    def exact(name: str, unit: str, counter: Mapping[str, int], **extra: Any) -> Metric:
+    def exact(
+        name: str, unit: str, counter: Mapping[str, int], at: Mapping[tuple[str, str], int] | None = None
+    ) -> Metric:
         if name in c.moved:
             return Metric.unavailable(name, _not_reproducible(c.moved[name]), unit)
         by = _per(counter, n)
-        return Metric(name, round(sum(counter.values()) / n, 4), unit, detail={**common, "by": by, **extra})
+        sites = site_detail(site_counts(at, n, c.sites, per="sample")) if at is not None else {}
+        return Metric(name, round(sum(counter.values()) / n, 4), unit, detail={**common, "by": by, **sites})
 
     calls = Counter(c.calls)
     out = [
-        exact("loader_calls_per_sample", "calls/sample", calls),
-        exact("loader_decoded_pixels_per_sample", "pixels/sample", c.pixels),
+        exact("loader_calls_per_sample", "calls/sample", calls, c.call_sites),
+        exact("loader_decoded_pixels_per_sample", "pixels/sample", c.pixels, c.pixel_sites),
     ]
     if c.read_why is None:
-        out.append(exact("loader_read_bytes_per_sample", "bytes/sample", c.read_bytes))
+        out.append(exact("loader_read_bytes_per_sample", "bytes/sample", c.read_bytes, c.read_sites))
     else:
         out.append(Metric.unavailable("loader_read_bytes_per_sample", c.read_why, "bytes/sample"))
     out += [
-        exact("loader_blocking_calls_per_sample", "calls/sample", c.blocking),
+        exact("loader_blocking_calls_per_sample", "calls/sample", c.blocking, c.blocking_sites),
         exact("loader_alloc_bytes_per_sample", "bytes/sample", c.alloc_bytes),
         exact("loader_output_bytes_per_sample", "bytes/sample", c.out_bytes),
     ]

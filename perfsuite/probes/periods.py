@@ -134,3 +134,73 @@ class Epochs:
             return all(i in self.starts or i in ends for i in hits)
         fits_upper = self.count < 2 or (self.count - 1) * every <= steps - 1
         return fits_upper and (self.count + 1) * every >= steps + 1
+
+
+@dataclass(frozen=True)
+class WindowPeriodic:
+    """The window's steps that carry periodic work: the one answer input efficiency, the ledger and doctor share.
+
+    ``every`` None: none found, with the ``reason`` (too few steps to tell, the epochs' own steps, none).
+    """
+
+    every: int | None
+    steps: tuple[int, ...] = ()
+    extra_ms: float = 0.0  # their work beyond the median step's, summed
+    reason: str | None = None
+
+
+def _phase_steps(work_ms: Sequence[float], every: int) -> list[int]:
+    """The steps at the phase of ``every`` whose work is the largest: where work done every N steps falls."""
+    n = len(work_ms)
+    best = max(range(every), key=lambda p: sum(work_ms[p::every]) / max(1, len(work_ms[p::every])))
+    return list(range(best, n, every))
+
+
+def _stands_out(work_ms: Sequence[float], steps: Sequence[int], factor: float = LONG_STEP) -> bool:
+    """Whether each of ``steps`` stands out from the median of the other steps' work, as a long step does."""
+    others = sorted(w for i, w in enumerate(work_ms) if i not in set(steps))
+    if not others or not steps:
+        return False
+    median = others[len(others) // 2]
+    return all(work_ms[i] > factor * median and work_ms[i] - median >= LONG_STEP_MIN_MS for i in steps)
+
+
+def window_periodic(
+    work_ms: Sequence[float], epochs: Epochs | None = None, hints: Sequence[int] = ()
+) -> WindowPeriodic:
+    """The window's periodic steps from its per-step work (wall less the wait for the batch), in ms.
+
+    ``hints``: the periods the sync probe's scan found (an evaluation reads its metrics back every N steps),
+    each taken, shortest first, as the period when the window's steps at one phase of it stand out; else the timed scan
+    (:func:`periodic_steps`), whose period is then cut to its smallest divisor whose steps all stand out (a
+    busy machine hides some evaluation steps: every 10 found where every 5 was the truth). A period the window
+    holds fewer than twice cannot be told from a one-off: said so, and nothing left out.
+    """
+    n = len(work_ms)
+    for every in sorted({h for h in hints if h > 1}):
+        if n < 2 * every:
+            return WindowPeriodic(None, reason=f"too few steps to tell: {n} window steps, work every {every} steps")
+        steps = _phase_steps(work_ms, every)
+        if _stands_out(work_ms, steps, factor=1.5):
+            return _own_or(work_ms, epochs, every, steps)
+    r, hits = periodic_steps(work_ms)
+    if not r.periodic or r.every is None:
+        if len(hits) == 1:
+            return WindowPeriodic(None, reason=f"one long step in {n} window steps: too few steps to tell if it recurs")
+        return WindowPeriodic(None, reason="no step's own work stood out at a fixed gap")
+    period, steps = r.every, hits
+    for d in range(2, period):
+        if period % d == 0 and n >= 2 * d:
+            candidate = _phase_steps(work_ms, d)
+            if set(hits) <= set(candidate) and _stands_out(work_ms, candidate, factor=1.5):
+                period, steps = d, candidate
+                break
+    return _own_or(work_ms, epochs, period, steps)
+
+
+def _own_or(work_ms: Sequence[float], epochs: Epochs | None, every: int, steps: Sequence[int]) -> WindowPeriodic:
+    if epochs is not None and epochs.own(every, steps, len(work_ms)):
+        return WindowPeriodic(None, reason=f"long steps every {every} steps fall with the epochs: the loader's")
+    others = sorted(w for i, w in enumerate(work_ms) if i not in set(steps))
+    median = others[len(others) // 2] if others else 0.0
+    return WindowPeriodic(every, tuple(steps), sum(max(0.0, work_ms[i] - median) for i in steps))

@@ -7,7 +7,8 @@ is a host tensor, so perfsuite follows where each tensor *would* be in a GPU
 run of the same code, in the observed steps only:
 
 * on the device from the start: the model's parameters and buffers (and the
-  declared loss module's);
+  declared loss module's, and a Job's GPU augmentation or batch mix when it is
+  a module: its constants are buffers moved there at start-up);
 * put there by the step: the result of ``.to(<the run's device>)``, and of any
   torch function called with ``device=<the run's device>``
   (``torch.tensor(data, device=d)``, ``torch.zeros(n, device=d)``, ...), when
@@ -27,6 +28,17 @@ device being the CPU cannot be told from a read-back ``x.to("cpu")``, so a
 device before the observed steps (an accumulator built at start-up with
 ``device=``) is followed only once an operation in an observed step writes it
 from a device tensor.
+
+Which host tensors a GPU run would hold in pinned (page-locked) memory is
+followed the same way, since a copy from pinned memory with
+``non_blocking=True`` is the only host-to-device copy that does not stall the
+host (:mod:`perfsuite.probes.synckinds`): on CUDA, ``Tensor.is_pinned()``
+answers; on a CPU run, where torch pins nothing, the batches of a DataLoader
+built with ``pin_memory=True`` (:meth:`Residency.mark_pinned`, called as the
+batch is fetched), the result of ``.pin_memory()`` and tensors made with
+``pin_memory=True``. A CPU build of torch refuses ``.pin_memory()`` (there is
+no accelerator to pin for); in the observed steps the model returns an alias
+of the tensor, marked pinned, in its place.
 
 On a CPU run ``.to(device)`` returns its input itself when nothing changes; a
 GPU run returns a new device tensor and the host tensor stays where it was. To
@@ -55,6 +67,8 @@ class Residency:
         self.device = torch.device(device)
         self.cuda = self.device.type != "cpu"
         self._on_device: Any = WeakTensorKeyDictionary()
+        self._pinned: Any = WeakTensorKeyDictionary()
+        self._can_pin = torch.accelerator.is_available()
         self._depth = 0
         self._stack: contextlib.ExitStack | None = None
         self._roots: Callable[[], Iterable[Any]] | None = roots  # read at the first observed step
@@ -71,6 +85,38 @@ class Residency:
         if self.cuda:
             return bool(tensor.device.type != "cpu")
         return tensor in self._on_device
+
+    def is_pinned(self, tensor: Any) -> bool:
+        """Is this host tensor in pinned memory (on a CPU run: would a GPU run have pinned it)?"""
+        if self.cuda or (tensor not in self._pinned and self._can_pin):
+            return bool(tensor.is_pinned())  # really pinned (a CPU run on a machine with a GPU pins for real)
+        return tensor in self._pinned
+
+    def mark_pinned(self, batch: Any) -> None:
+        """A batch of a DataLoader built with ``pin_memory=True``: on a CPU run, every tensor in it (through
+        lists, tuples, dicts and dataclass-like objects) is taken as pinned, as the loader's pinning thread would
+        have made it on a GPU run."""
+        if self.cuda:
+            return
+        import torch
+
+        seen: set[int] = set()
+
+        def walk(value: Any, depth: int) -> None:
+            if isinstance(value, torch.Tensor):
+                self._pinned[value] = True
+            elif depth < 6 and id(value) not in seen:
+                seen.add(id(value))
+                if isinstance(value, dict):
+                    items: Iterable[Any] = value.values()
+                elif isinstance(value, (list, tuple)):
+                    items = value
+                else:
+                    items = getattr(value, "__dict__", {}).values()
+                for item in items:
+                    walk(item, depth + 1)
+
+        walk(batch, 0)
 
     def is_run_device(self, where: Any) -> bool:
         """Does ``where`` (a device, a string, a tensor) name the run's device type?"""
@@ -119,6 +165,12 @@ class Residency:
             for item in value:
                 self._mark(item)
 
+    def _mark_pinned_out(self, value: Any) -> None:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            self._pinned[value] = True
+
     def _any_on_device(self, values: Any) -> bool:
         """Does any tensor among ``values`` (one level of lists/tuples inside, as ops take them) live on the device?"""
         import torch
@@ -131,9 +183,11 @@ class Residency:
         return False
 
     def _dispatch_mode(self) -> Any:
+        import torch
         from torch.utils._python_dispatch import TorchDispatchMode
 
         residency = self
+        copies = {torch.ops.aten.copy_.default}
         writes: dict[Any, tuple[tuple[int, str, bool], ...]] = {}  # per op: the arguments it writes
 
         def written(func: Any) -> tuple[tuple[int, str, bool], ...]:
@@ -151,6 +205,8 @@ class Residency:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
+                if func in copies:  # a copy leaves its destination where it was: host.copy_(device) is a read-back
+                    return out
                 if residency._any_on_device(args) or (kwargs and residency._any_on_device(kwargs.values())):
                     residency._mark(out)
                     for i, name, kwarg_only in written(func):
@@ -179,6 +235,15 @@ class Residency:
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+                if func is torch.Tensor.pin_memory and source is not None:
+                    out = alias(source) if not torch.accelerator.is_available() else func(*args, **kwargs)
+                    residency._pinned[out] = True  # what a GPU run pins (a CPU build of torch refuses to)
+                    return out
+                if kwargs.get("pin_memory") is True and not torch.accelerator.is_available():
+                    kwargs = {**kwargs, "pin_memory": False}  # torch.empty(n, pin_memory=True): pinned on a GPU run
+                    out = func(*args, **kwargs)
+                    residency._mark_pinned_out(out)
+                    return out
                 was_on_device = source is not None and residency.on_device(source)
                 out = func(*args, **kwargs)
                 if func is torch.Tensor.to and source is not None:
@@ -216,10 +281,13 @@ def residency_for(ctx: Any) -> Residency:
         return shared[_SHARED_KEY]
 
     def roots() -> list[Any]:
+        # The modules a GPU run moves to the device at start-up: the model, the loss module, and a GPU
+        # augmentation or batch mix (their constants are buffers: a CPU run cannot see them move there).
         job = getattr(ctx, "job", None)
-        found = [getattr(getattr(ctx, "pipeline", None), "model", None)]
+        pipeline = getattr(ctx, "pipeline", None)
+        found = [getattr(pipeline, name, None) for name in ("model", "gpu_augment", "batch_mix")]
         if job is not None and getattr(job, "job", None) is not None:
-            found.append(getattr(job.job, "criterion", None))
+            found += [getattr(job.job, "criterion", None), getattr(job.job, "gpu_transform", None)]
         return [r for r in found if r is not None]
 
     residency = Residency(ctx.device, roots)

@@ -18,9 +18,12 @@ import contextlib
 import io
 import linecache
 import os
+import sys
 import tokenize
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # torch files that only route a call to its implementation: a call passing only through
@@ -55,7 +58,12 @@ class Sites:
             self.warnings_py,
             contextlib.__file__,
         )
+        # what find_users never takes for the user's code: torch, the harness, the standard library, packages
+        self.not_users = (self.torch_dir, *self.harness, *_library_dirs())
+        # where perfsuite's own code calls into the user's: find_users looks no further out
+        self.boundary = tuple(p for p in self.harness if p not in (self.warnings_py, contextlib.__file__))
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
+        self._users: dict[str, bool] = {}  # path -> whether find_users takes it as the user's code
 
     def find(self, frame: Any) -> tuple[str, bool]:
         """(site "path:line", issued directly by that site rather than by torch internals)."""
@@ -74,6 +82,36 @@ class Sites:
                 return site, direct
             frame = frame.f_back
         return "<unknown>", direct
+
+    def find_users(self, frame: Any, callee: str = "") -> tuple[str, str]:
+        """(site, what the site called) for work done deep inside libraries: the innermost frame that is neither
+        torch, perfsuite's harness, the standard library nor an installed package (a Dataset's
+        ``img.resize(...)`` line, not PIL's own), and the callable that line called (``callee`` when the frame
+        itself is that line: a C call). The walk stops where perfsuite's harness called in (the loader replay):
+        with no user code below it, the site is the library line the harness called (torch's
+        ``default_collate``)."""
+        called, below = callee, None  # below: the innermost frame seen that is not perfsuite's own
+        while frame is not None:
+            code = frame.f_code
+            path = code.co_filename
+            if path.startswith(self.boundary):  # the replay (or the runner) called into the loader here
+                break
+            ours = self._users.get(path)
+            if ours is None:
+                ours = not (path.startswith(self.not_users) or path.startswith("<"))
+                self._users[path] = ours
+            if ours:
+                site = f"{_short(path)}:{frame.f_lineno}"
+                if site not in self._origin:
+                    linecache.checkcache(path)
+                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
+                return site, called
+            called = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
+            below, frame = frame, frame.f_back
+        if below is None:
+            return "<unknown>", callee
+        # no user code between: the library callable the loader was given (torch's default_collate), at its line
+        return f"{_short(below.f_code.co_filename)}:{below.f_lineno}", called
 
     def issued_by_probe(self, frame: Any) -> bool:
         """Whether the innermost frame outside torch (and the warnings machinery) is a perfsuite probe's own code.
@@ -103,6 +141,110 @@ class Sites:
         return {"function": function, "code": code} if code else {}
 
 
+@dataclass(frozen=True)
+class SiteCount:
+    """One counter's count at one site: ``aten::zero_`` at ``train.py:54``, 12 per step.
+
+    ``per`` is what the count is divided by: ``step`` (the step's own work: ops, bytes, FLOPs, syncs) or
+    ``sample`` (the loader's work per sample). ``function`` and ``code`` are what survives an edit above the
+    line (:meth:`Sites.identity`).
+    """
+
+    op: str
+    site: str
+    count: float
+    per: str = "step"
+    function: str = ""
+    code: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"op": self.op, "site": self.site, f"per_{self.per}": self.count}
+        if self.function and self.code:
+            entry.update(function=self.function, code=self.code)
+        return entry
+
+
+def count_of(entry: Mapping[str, Any]) -> float:
+    """A site entry's count, per step or per sample (whichever it records)."""
+    value = entry.get("per_step", entry.get("per_sample", 0.0))
+    return float(value or 0.0)
+
+
+def per_of(entry: Mapping[str, Any]) -> str:
+    """``step`` or ``sample``: what a site entry's count is per."""
+    return "sample" if "per_sample" in entry and "per_step" not in entry else "step"
+
+
+def site_counts(
+    counts: Mapping[tuple[str, str], float], divisor: float, sites: Sites | None, per: str = "step"
+) -> list[SiteCount]:
+    """(op, site) totals as typed per-step (or per-sample) counts with their identity, largest first."""
+    out = []
+    for (op, site), n in counts.items():
+        if not n:
+            continue
+        identity = sites.identity(site) if sites is not None else {}
+        value = round(n / max(divisor, 1), 6)
+        out.append(SiteCount(op, site, value, per, identity.get("function", ""), identity.get("code", "")))
+    return sorted(out, key=lambda c: (-c.count, c.op, line_of(c.site)))
+
+
+def site_detail(counts: Iterable[SiteCount]) -> dict[str, Any]:
+    """``{"sites": [...], "by_site": {line-free label: count}}``: what a metric's detail keeps of its sites."""
+    entries = [c.to_dict() for c in counts]
+    return {"sites": entries, "by_site": by_identity(entries)}
+
+
+def code_site(op: str, path: str, line: int, function: str, count: float) -> SiteCount:
+    """A site known by file and line rather than by a live frame (a compiled function's ``def`` line)."""
+    linecache.checkcache(path)
+    return SiteCount(op, f"{_short(path)}:{line}", count, "step", function, normalise(linecache.getline(path, line)))
+
+
+# Where each object perfsuite watches was built (a DataLoader: the script's ``DataLoader(...)`` line), recorded
+# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script).
+_BUILT_AT: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def record_built(obj: Any, frame: Any, sites: Sites) -> None:
+    """Remember the line (with its identity) that built ``obj``: the first frame outside torch and the harness."""
+    if obj in _BUILT_AT:  # a subclass's __init__ calling DataLoader.__init__: the outermost call is the user's
+        return
+    site = sites.find(frame)[0]
+    with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced: not recorded
+        _BUILT_AT[obj] = {"site": site, **sites.identity(site)}
+
+
+@contextlib.contextmanager
+def noting_built_loaders() -> Any:
+    """While open, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`); put back after.
+
+    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script), and
+    so does a Job factory (perfsuite.jobs.contract.call_factory). Nothing the loader does changes.
+    """
+    from torch.utils.data import DataLoader
+
+    construct, sites = DataLoader.__init__, Sites()
+
+    def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
+        record_built(loader, sys._getframe(1), sites)
+        construct(loader, *args, **kwargs)
+
+    DataLoader.__init__ = noted_init  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        DataLoader.__init__ = construct  # type: ignore[method-assign]
+
+
+def built_at(obj: Any) -> dict[str, str]:
+    """``{"site": "train.py:72", "function": ..., "code": ...}`` where ``obj`` was built; {} when not seen."""
+    try:
+        return dict(_BUILT_AT.get(obj) or {})
+    except TypeError:
+        return {}
+
+
 def normalise(line: str) -> str:
     """A source line as its site's identity: without its comment, whitespace collapsed (re-indenting it, or
     rewording its comment, is no change)."""
@@ -115,6 +257,16 @@ def normalise(line: str) -> str:
     except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: its comment, if any, stays
         pass
     return " ".join(text.split())
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The standard library's and installed packages' directories, as configured and as resolved."""
+    import sysconfig
+
+    from perfsuite.core.user_frames import LIBRARY_DIRS
+
+    configured = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted({*(d.rstrip(os.sep) + os.sep for d in (*configured, *LIBRARY_DIRS))}))
 
 
 def _short(path: str) -> str:
@@ -142,7 +294,7 @@ def has_identity(entry: Mapping[str, Any]) -> bool:
 
 
 def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[tuple[str, Mapping[str, Any]]]:
-    """Each site entry with its label, unique per entry: ``Tensor.item in train.py step(): loss.item()``.
+    """Each site entry with its label, unique per entry: ``Tensor.item (read) in train.py step(): loss.item()``.
 
     The label holds no line number, so it survives an edit above the site, and no virtualenv (a library's
     file from its package on: the committed exact file keeps these labels); the same code twice in one
@@ -154,6 +306,8 @@ def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[
     seen: dict[str, int] = {}
     for entry in entries:
         op, site = str(entry.get("op", "?")), str(entry.get("site", "<unknown>"))
+        if entry.get("kind"):  # a sync's kind (perfsuite.probes.synckinds): a blocking copy is not a read
+            op = f"{op} ({entry['kind']})"
         if by_line or not has_identity(entry) or line_of(site)[1] == 0:
             label = f"{op} at {site}"
         else:
@@ -165,5 +319,5 @@ def labelled(sites: Iterable[Mapping[str, Any]], by_line: bool = False) -> list[
 
 def by_identity(sites: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """Per-step count by line-free label (:func:`labelled`), largest first: what the exact file keeps."""
-    pairs = [(label, float(entry.get("per_step", 0.0))) for label, entry in labelled(sites)]
+    pairs = [(label, count_of(entry)) for label, entry in labelled(sites)]
     return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))

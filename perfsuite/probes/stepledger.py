@@ -79,7 +79,7 @@ class StepLedgerProbe(Probe):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 entry = ops.get(func)
-                is_sync = bool(entry and args and isinstance(args[0], torch.Tensor) and entry[1](args, kwargs))
+                is_sync = bool(entry and args and isinstance(args[0], torch.Tensor) and entry[2](args, kwargs))
                 is_copy = cuda and moves_to_cuda(func, args, kwargs)
                 if not (is_sync or is_copy):
                     return func(*args, **kwargs)

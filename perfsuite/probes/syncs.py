@@ -52,6 +52,7 @@ upcoming steps carry it (``periodic()``) so the observed steps can be steady one
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from collections import Counter
@@ -59,11 +60,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfsuite.core.results import Metric
-from perfsuite.probes.base import Probe, RunContext, WindowTimings
+from perfsuite.probes.base import PROBE_MARK, Probe, RunContext, WindowTimings
 from perfsuite.probes.periods import Rate, rate
-from perfsuite.probes.residency import Residency, residency_for
+from perfsuite.probes.residency import Residency, destination, residency_for
 from perfsuite.probes.sites import Sites as _Sites
 from perfsuite.probes.sites import by_identity
+from perfsuite.probes.synckinds import KIND_ROW, SyncKind
 
 # Tensor methods / torch functions that force a sync; value: when the call does.
 # __repr__/__format__: print(loss) or f"{loss:.3f}" reads the value (torch then reads it with modes off).
@@ -95,6 +97,7 @@ CUDA_SYNC_CALLS = (
     "cudaMemcpyFromSymbol",
 )
 OBSERVED_MARK = "perfsuite.observed_step"
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # "<built-in method item of Tensor object at 0x7f..>": one name per op
 
 
 def _has_bool_index(index: Any) -> bool:
@@ -116,55 +119,212 @@ def _to_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return False
 
 
-def _sync_ops() -> dict[Callable[..., Any], tuple[str, Callable[..., bool]]]:
-    """func -> (op name, does this call force a sync?)."""
+_DATA_DEPENDENT = frozenset(("nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount"))
+_HOST_COPIES = frozenset(("cpu",))
+OpRule = tuple[str, SyncKind, Callable[..., bool]]
+
+
+def _sync_ops() -> dict[Callable[..., Any], OpRule]:
+    """func -> (op name, kind, does this call force a sync?), for operations on a device tensor."""
     import torch
 
     always: Callable[..., bool] = lambda args, kwargs: True  # noqa: E731
-    ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]] = {}
+
+    def kind_of(name: str) -> SyncKind:
+        if name in _DATA_DEPENDENT:
+            return SyncKind.DATA_DEPENDENT
+        return SyncKind.DEVICE_TO_HOST if name in _HOST_COPIES else SyncKind.READ
+
+    ops: dict[Callable[..., Any], OpRule] = {}
     for name in _ALWAYS:
-        ops[getattr(torch.Tensor, name)] = (f"Tensor.{name}", always)
+        ops[getattr(torch.Tensor, name)] = (f"Tensor.{name}", kind_of(name), always)
     for name in _TORCH_FUNCS:
-        ops[getattr(torch, name)] = (f"torch.{name}", always)
-    ops[torch.Tensor.__getitem__] = ("Tensor.__getitem__[bool mask]", lambda a, k: _has_bool_index(a[1]))
-    ops[torch.Tensor.__setitem__] = ("Tensor.__setitem__[bool mask]", lambda a, k: _has_bool_index(a[1]))
-    ops[torch.where] = ("torch.where(cond)", lambda a, k: len(a) + len(k) == 1)
+        ops[getattr(torch, name)] = (f"torch.{name}", kind_of(name), always)
+    dd = SyncKind.DATA_DEPENDENT
+    ops[torch.Tensor.__getitem__] = ("Tensor.__getitem__[bool mask]", dd, lambda a, k: _has_bool_index(a[1]))
+    ops[torch.Tensor.__setitem__] = ("Tensor.__setitem__[bool mask]", dd, lambda a, k: _has_bool_index(a[1]))
+    ops[torch.where] = ("torch.where(cond)", dd, lambda a, k: len(a) + len(k) == 1)
     for owner, label in ((torch, "torch"), (torch.Tensor, "Tensor")):
         ops[owner.repeat_interleave] = (
             f"{label}.repeat_interleave",
+            dd,
             lambda a, k: len(a) > 1 and isinstance(a[1], torch.Tensor) and k.get("output_size") is None,
         )
-    ops[torch.Tensor.to] = ("Tensor.to(cpu)", _to_host)
+    ops[torch.Tensor.to] = ("Tensor.to(cpu)", SyncKind.DEVICE_TO_HOST, _to_host)
     return ops
 
 
+def _non_blocking(args: tuple[Any, ...], kwargs: dict[str, Any], first: int = 1) -> bool:
+    """``non_blocking`` of a ``Tensor.to``/``.cuda``/``copy_`` call: the keyword, or the first bool positional."""
+    if "non_blocking" in kwargs:
+        return bool(kwargs["non_blocking"])
+    return next((bool(a) for a in args[first:] if isinstance(a, bool)), False)
+
+
+# torch functions that build a tensor from their first argument (Python data, NumPy, a host tensor): with
+# device=<the device>, a blocking host-to-device copy (torch copies with non_blocking=False).
+_FROM_DATA = ("tensor", "as_tensor", "asarray")
+
+
+class _CopyRules:
+    """Which copies in a step make the host wait (:mod:`perfsuite.probes.synckinds`): the host-to-device copies
+    that are blocking or from pageable memory, tensors built on the device from host data, and device-to-host
+    copies into pageable memory. Decided from where each tensor would live and whether it would be pinned."""
+
+    def __init__(self, residency: Residency) -> None:
+        import torch
+
+        self.residency = residency
+        self.to, self.cuda, self.copy_ = torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.copy_
+        self.new_tensor = torch.Tensor.new_tensor
+        self.from_data = {getattr(torch, name): f"torch.{name}" for name in _FROM_DATA}
+        self.tensor_type = torch.Tensor
+
+    def classify(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, SyncKind] | None:
+        """(op, kind) when this call, made by the step, would make the host wait for a copy; else None."""
+        res, tensor = self.residency, self.tensor_type
+        source = args[0] if args and isinstance(args[0], tensor) else None
+        if func is self.to or func is self.cuda:
+            if source is None or res.on_device(source) or source.numel() == 0:
+                return None
+            if func is self.to:
+                dest = destination(args, kwargs)
+                if dest is None or not self._to_device(dest):
+                    return None
+            op = "Tensor.to" if func is self.to else "Tensor.cuda"
+            return self._h2d(op, source, _non_blocking(args, kwargs))
+        if func is self.copy_ and source is not None and len(args) > 1 and isinstance(args[1], tensor):
+            src = args[1]
+            if src.numel() == 0:
+                return None
+            nb = _non_blocking(args, kwargs, first=2)
+            dst_dev, src_dev = res.on_device(source), res.on_device(src)
+            if dst_dev and not src_dev:
+                return self._h2d("Tensor.copy_", src, nb)
+            if src_dev and not dst_dev and not (nb and res.is_pinned(source)):
+                return ("Tensor.copy_", SyncKind.DEVICE_TO_HOST)
+            return None
+        if func in self.from_data and "device" in kwargs and self._to_device(kwargs["device"]):
+            data = args[0] if args else kwargs.get("data")
+            if isinstance(data, tensor) and res.on_device(data):
+                return None
+            return (self.from_data[func], SyncKind.BLOCKING_COPY)
+        if func is self.new_tensor and source is not None and res.on_device(source):
+            dev = kwargs.get("device")
+            if dev is None or self._to_device(dev):
+                return ("Tensor.new_tensor", SyncKind.BLOCKING_COPY)
+        return None
+
+    def _to_device(self, where: Any) -> bool:
+        res = self.residency
+        if res.cuda:
+            import torch
+
+            try:
+                return torch.device(where).type != "cpu"
+            except (TypeError, RuntimeError):
+                return False
+        return res.is_run_device(where)
+
+    def _h2d(self, op: str, src: Any, non_blocking: bool) -> tuple[str, SyncKind] | None:
+        if not non_blocking:
+            return (op, SyncKind.BLOCKING_COPY)
+        if self.residency.is_pinned(src) and src.is_contiguous():
+            return None  # the one asynchronous host-to-device copy
+        return (op, SyncKind.PAGEABLE_COPY)
+
+
+Counts = Counter[tuple[str, str, str]]  # (kind, op, site) -> calls
+
+
 def _op_counter(
-    ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]],
+    ops: dict[Callable[..., Any], OpRule],
     sites: _Sites,
     residency: Residency,
-    counts: Counter[tuple[str, str]],
+    counts: Counts,
 ) -> Any:
-    """A TorchFunctionMode that adds (op, site) to ``counts`` for each sync-forcing call on a device tensor."""
+    """A TorchFunctionMode that adds (kind, op, site) to ``counts`` for each call that would make the host wait:
+    a sync-forcing operation on a device tensor, or a copy that blocks (:class:`_CopyRules`)."""
     import torch
     from torch.overrides import TorchFunctionMode
+
+    copies = _CopyRules(residency)
 
     class SyncOpCounter(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             entry = ops.get(func)
-            # On the CPU, .to(device) is the host-to-device copy of a GPU run: never a sync.
+            # On the CPU, .to(device) is the host-to-device copy of a GPU run: never a read.
             if (
                 entry is not None
                 and args
                 and isinstance(args[0], torch.Tensor)
-                and entry[1](args, kwargs)
+                and entry[2](args, kwargs)
                 and residency.on_device(args[0])
                 and (residency.cuda or func is not torch.Tensor.to)
             ):
-                counts[(entry[0], sites.find(sys._getframe(1))[0])] += 1
+                counts[(entry[1].value, entry[0], sites.find(sys._getframe(1))[0])] += 1
+            else:
+                copy = copies.classify(func, args, kwargs)
+                if copy is not None:
+                    site, direct = sites.find(sys._getframe(1))
+                    if direct:  # the step's own copy (torch's own code names the host when it means it)
+                        counts[(copy[1].value, copy[0], site)] += 1
             return func(*args, **kwargs)
 
     return SyncOpCounter()
+
+
+def _explicit_targets() -> list[tuple[Any, str, str]]:
+    """(owner, attribute, label) of every explicit wait for the device that torch offers."""
+    import torch
+
+    found: list[tuple[Any, str, str]] = [
+        (torch.cuda, "synchronize", "torch.cuda.synchronize"),
+        (getattr(torch, "accelerator", None), "synchronize", "torch.accelerator.synchronize"),
+    ]
+    for owner, label in ((torch.cuda, "torch.cuda"), (torch, "torch")):
+        for cls in ("Event", "Stream"):
+            klass = getattr(owner, cls, None)
+            if klass is not None:
+                found.append((klass, "synchronize", f"{label}.{cls}.synchronize"))
+    return [(owner, attr, label) for owner, attr, label in found if owner is not None and hasattr(owner, attr)]
+
+
+@contextlib.contextmanager
+def _explicit_syncs(sites: _Sites, counts: Counts) -> Iterator[None]:
+    """Count explicit waits (``torch.cuda.synchronize()``, ``event.synchronize()``, ...) at the line that calls
+    them, then make the call as it was: on a CPU build it raises as it would have without perfsuite. They are
+    plain Python functions, not tensor operations, so no torch mode sees them; the attributes are replaced for
+    the observed step only (a name imported before, ``from torch.cuda import synchronize``, is not seen)."""
+    import functools
+
+    replaced: list[tuple[Any, str, Any]] = []
+
+    def counting(original: Any, label: str) -> Any:
+        @functools.wraps(original)
+        def wait(*args: Any, **kwargs: Any) -> Any:
+            site = sites.find(sys._getframe(1))[0]
+            if not sites.issued_by_probe(sys._getframe(1)):
+                counts[(SyncKind.EXPLICIT.value, label, site)] += 1
+            return original(*args, **kwargs)
+
+        return wait
+
+    try:
+        for owner, attr, label in _explicit_targets():
+            original = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr)
+            if original is None:
+                continue
+            try:
+                setattr(owner, attr, counting(original, label))
+            except (AttributeError, TypeError):  # a C type that refuses: its waits are seen on CUDA only
+                continue
+            replaced.append((owner, attr, original))
+        yield
+    finally:
+        for owner, attr, original in reversed(replaced):
+            setattr(owner, attr, original)
 
 
 def _eager_shield() -> Any:
@@ -179,17 +339,22 @@ def _eager_shield() -> Any:
 
 
 class _CudaTrace:
-    """CUDA only: runtime sync calls from the profiler, and sync-debug-mode warning sites.
+    """CUDA only: the runtime's synchronisation calls in the observed steps, each at the step's line that issued it.
 
-    The profiler runs across all observed steps; each step is marked with a
-    record_function range and only sync calls inside a mark are counted, so
-    the profiler's own synchronisation at exit is not the workload's.
+    The profiler runs across all observed steps with Python stacks; each step is
+    marked with a record_function range and only sync calls inside a mark are
+    counted, so the profiler's own synchronisation at exit is not the workload's.
+    A call inside a probe's own mark (:func:`perfsuite.probes.base.unobserved`: a
+    label check, the loader's fetch) is the measurement's, not the step's. Each
+    remaining call is placed at the first frame outside torch and perfsuite of the
+    operation that made it; sync-debug-mode warnings are kept as a second witness.
     """
 
     def __init__(self, sites: _Sites) -> None:
         self.sites = sites
         self.runtime: Counter[str] = Counter()
-        self.warned: Counter[tuple[str, str]] = Counter()
+        self.warned: Counter[str] = Counter()  # sync-debug-mode warnings by site
+        self.ops: Counter[str] = Counter()  # runtime sync calls by the operations that made them
         self.probes_own = 0  # syncs that perfsuite's probes issued themselves, left out of the count
         self.error: str | None = None
         self._prof: Any = None
@@ -213,10 +378,8 @@ class _CudaTrace:
         def record(message, category, filename, lineno, file=None, line=None):
             if "synchroniz" in str(message):
                 frame = sys._getframe(1)
-                if self.sites.issued_by_probe(frame):
-                    self.probes_own += 1  # the measurement's own read, not the step's
-                else:
-                    self.warned[("sync (debug mode)", self.sites.find(frame)[0])] += 1
+                if not self.sites.issued_by_probe(frame):
+                    self.warned[self.sites.find(frame)[0]] += 1
             else:
                 original(message, category, filename, lineno, file, line)
 
@@ -239,14 +402,38 @@ class _CudaTrace:
         except Exception as exc:  # noqa: BLE001
             self.error = f"CUDA profiler failed: {exc}"
             return
-        marks = [e.time_range for e in events if e.name == OBSERVED_MARK]
+        # On the step's own thread only: the loader's pinning thread runs beside it
+        marks = [(e.thread, e.time_range) for e in events if e.name == OBSERVED_MARK]
+        probes = [(e.thread, e.time_range) for e in events if e.name == PROBE_MARK]
+
+        def inside(event: Any, ranges: list[tuple[int, Any]]) -> bool:
+            start = event.time_range.start
+            return any(thread == event.thread and r.start <= start <= r.end for thread, r in ranges)
+
         for e in events:
-            if e.name in CUDA_SYNC_CALLS and any(m.start <= e.time_range.start <= m.end for m in marks):
-                self.runtime[e.name] += 1
+            if e.name not in CUDA_SYNC_CALLS or not inside(e, marks):
+                continue
+            if inside(e, probes):
+                self.probes_own += 1  # a probe's own work (a label check), or the loader's fetch
+                continue
+            self.runtime[e.name] += 1
+            self.ops[self._ops_of(e)] += 1
+
+    def _ops_of(self, event: Any) -> str:
+        """The operations that made a runtime call (``aten::copy_ < aten::_to_copy``): the profiler's enclosing
+        events, which name the operation but not the line (its Python stacks, on torch 2.11 on an H200, were not
+        linked to the operations and slowed a full-scale step past its deadline)."""
+        names: list[str] = []
+        parent = getattr(event, "cpu_parent", None)
+        while parent is not None and len(names) < 2:
+            names.append(_ADDRESS.sub("", str(parent.name)))
+            parent = getattr(parent, "cpu_parent", None)
+        return " < ".join(names) or "?"
 
 
 class SyncProbe(Probe):
-    """Counts sync-forcing operations per observed step, with their call sites and periods."""
+    """Counts what would make the host wait for the device, per observed step, by kind, with call sites and
+    periods."""
 
     name = "syncs"
     scans = True
@@ -254,10 +441,10 @@ class SyncProbe(Probe):
     def __init__(self) -> None:
         self._ctx_steps = 0
         self._cuda = False
-        self._full: list[Counter[tuple[str, str]]] = []  # per observed step
-        self._scanned: list[Counter[tuple[str, str]]] = []  # per period-scan step
+        self._full: list[Counts] = []  # per observed step
+        self._scanned: list[Counts] = []  # per period-scan step
         self._trace: _CudaTrace | None = None
-        self._ops: dict[Callable[..., Any], tuple[str, Callable[..., bool]]] = {}
+        self._ops: dict[Callable[..., Any], OpRule] = {}
         self._sites: _Sites | None = None
         self._residency: Residency | None = None
 
@@ -270,7 +457,7 @@ class SyncProbe(Probe):
         self._trace = _CudaTrace(self._sites) if self._cuda else None
 
     @contextlib.contextmanager
-    def _watch(self, counts: Counter[tuple[str, str]], trace: bool) -> Iterator[None]:
+    def _watch(self, counts: Counts, trace: bool) -> Iterator[None]:
         assert self._sites is not None and self._residency is not None, "setup() first"
         with contextlib.ExitStack() as stack:
             if trace and self._trace is not None:
@@ -278,13 +465,14 @@ class SyncProbe(Probe):
             stack.enter_context(_eager_shield())
             stack.enter_context(self._residency.tracking())
             stack.enter_context(_op_counter(self._ops, self._sites, self._residency, counts))
+            stack.enter_context(_explicit_syncs(self._sites, counts))
             yield
 
     @contextlib.contextmanager
     def observe(self) -> Iterator[None]:
         if self._trace is not None and not self._full:
             self._trace.begin()
-        counts: Counter[tuple[str, str]] = Counter()
+        counts: Counts = Counter()
         with self._watch(counts, trace=True):
             yield
         self._full.append(counts)
@@ -294,13 +482,13 @@ class SyncProbe(Probe):
     @contextlib.contextmanager
     def scan(self) -> Iterator[None]:
         """A period-scan step: the op-level count only (no CUDA profiler), kept apart from the observed steps."""
-        counts: Counter[tuple[str, str]] = Counter()
+        counts: Counts = Counter()
         with self._watch(counts, trace=False):
             yield
         self._scanned.append(counts)
 
-    def _rates(self) -> dict[tuple[str, str], Rate]:
-        """Each (op, site)'s rate over the scan when there was one, else over the observed steps."""
+    def _rates(self) -> dict[tuple[str, str, str], Rate]:
+        """Each (kind, op, site)'s rate over the scan when there was one, else over the observed steps."""
         steps = self._scanned or self._full
         keys = sorted({key for step in steps for key in step})
         return {key: rate([step[key] for step in steps]) for key in keys}
@@ -325,39 +513,58 @@ class SyncProbe(Probe):
                 )
             ]
         rates = self._rates()
-        per_site: dict[tuple[str, str], float] = {key: r.per_step for key, r in rates.items()}
+        per_site: dict[tuple[str, str, str], float] = {key: r.per_step for key, r in rates.items()}
         detail: dict[str, Any] = {"observed_steps": k}
         if self._scanned:
             detail["watched_steps"] = len(self._scanned)
         if self._trace is not None and k:
-            # One sync seen by both the op counter and debug mode is one sync: take the larger per site.
-            full: Counter[tuple[str, str]] = Counter()
-            for step in self._full:
-                full.update(step)
-            by_site = Counter(site for _, site in full.elements())
-            for (op, site), n in self._trace.warned.items():
-                if n > by_site[site]:
-                    per_site[(op, site)] = per_site.get((op, site), 0.0) + (n - by_site[site]) / k
-            runtime = sum(self._trace.runtime.values())
-            attributed = sum(max(0, n - by_site[s]) for (_, s), n in self._trace.warned.items())
-            missing = runtime - sum(full.values()) - attributed - self._trace.probes_own
-            if missing > 0:
-                calls = ", ".join(f"{name} x{n}" for name, n in self._trace.runtime.most_common())
-                per_site[(f"unattributed CUDA sync ({calls})", "<unknown>")] = missing / k
-            detail["cuda_runtime_syncs"] = dict(self._trace.runtime)
-            if self._trace.probes_own:  # the probes' own reads as their watchers closed: not the step's
-                detail["probes_own_syncs"] = self._trace.probes_own
-            if self._trace.error:
-                detail["cuda_trace"] = self._trace.error
+            self._add_runtime(per_site, k, detail)
         sites = []
-        for (op, site), per_step in sorted(per_site.items(), key=lambda kv: (-kv[1], kv[0])):
-            entry: dict[str, Any] = {"op": op, "site": site, "per_step": per_step}
+        for (kind, op, site), per_step in sorted(per_site.items(), key=lambda kv: (-kv[1], kv[0])):
+            entry: dict[str, Any] = {"kind": kind, "op": op, "site": site, "per_step": per_step}
             entry.update(self._sites.identity(site) if self._sites is not None else {})
-            r = rates.get((op, site))
+            r = rates.get((kind, op, site))
             if r is not None and r.every != 1:
                 entry["every"] = r.every
                 entry["seen"] = r.describe()
             sites.append(entry)
         detail["sites"] = sites
+        kinds: Counter[str] = Counter()
+        for entry in sites:
+            kinds[entry["kind"]] += entry["per_step"]
+        detail["kinds"] = {kind: kinds[kind] for kind in sorted(kinds, key=lambda name: (-kinds[name], name))}
         detail["by"] = by_identity(sites)  # line-free: the committed exact file's breakdown
         return [Metric("syncs_per_step", sum(per_site.values()), "syncs/step", detail=detail)]
+
+    def _add_runtime(self, per_site: dict[tuple[str, str, str], float], k: int, detail: dict[str, Any]) -> None:
+        """CUDA: the runtime's own sync calls in the observed steps (the ground truth) against the waits the rules
+        counted that are runtime calls (every kind but the pageable copy: a staging copy is no call). Calls beyond
+        them become one ``CUDA runtime sync`` entry, named by the operations that made them, at the line where sync
+        debug mode warned beyond the rules' count if it did (the profiler names operations, not lines). Fewer calls
+        than counted is recorded as ``rules_not_seen``: the rules' count stands, and the sync truth table
+        (scripts/sync_truth.py) shows the difference."""
+        assert self._trace is not None
+        trace = self._trace
+        counted: Counter[str] = Counter()
+        for step in self._full:
+            for (kind, _, site), n in step.items():
+                if KIND_ROW[SyncKind(kind)].runtime_call:
+                    counted[site] += n
+        runtime = sum(trace.runtime.values())
+        if runtime > sum(counted.values()):
+            warned = [(n - counted[site], site) for site, n in trace.warned.items() if n > counted[site]]
+            site = max(warned)[1] if warned else "<unknown>"
+            ops = ", ".join(op for op, _ in trace.ops.most_common(2)) or "?"
+            calls = ", ".join(f"{name} x{n}" for name, n in trace.runtime.most_common())
+            key = (SyncKind.RUNTIME.value, f"runtime ({calls}; {ops})", site)
+            per_site[key] = per_site.get(key, 0.0) + (runtime - sum(counted.values())) / k
+        elif runtime < sum(counted.values()):
+            detail["rules_not_seen"] = (sum(counted.values()) - runtime) / k
+        detail["cuda_runtime_syncs"] = dict(trace.runtime)
+        detail["cuda_runtime_per_step"] = runtime / k
+        detail["cuda_runtime_ops"] = {op: n / k for op, n in trace.ops.most_common(12)}
+        detail["cuda_debug_mode_sites"] = {site: n / k for site, n in sorted(trace.warned.items())}
+        if trace.probes_own:  # the probes' own work (label checks, the loader's fetch): not the step's
+            detail["probes_own_syncs"] = trace.probes_own
+        if trace.error:
+            detail["cuda_trace"] = trace.error

@@ -8,17 +8,33 @@ from __future__ import annotations
 import re
 
 from perfsuite.core import metrics as registry
+from perfsuite.judge.contention import ABSTAINED
 from perfsuite.judge.verdict import Outcome, Verdict
 
 _PAIRS = re.compile(r"\bn=(\d+)/(\d+)")
 AB = "`perfsuite ab BASE HEAD` (interleaved fresh runs of both revisions until decided)"
 
 
+# What decides a figure more steps cannot help: the runs a machine's noise needs, not more of one run.
+ELSEWHERE = f"a quieter runner, several base runs (--perfsuite-save --perfsuite-baseline-runs 3), or {AB}"
+# Samples from the loader ledger's replay after the window (perfsuite.probes.stages.REPLAY_BATCHES batches): a
+# fixed count, whatever the steps.
+REPLAYED_SAMPLES = frozenset({"loader_cpu_ms", "loader_capacity"})
+
+
 def what_would_decide(verdict: Verdict) -> str | None:
-    """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None."""
+    """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None.
+
+    Never more steps where they cannot help: a verdict the load guard abstained from (the machine was busy,
+    :mod:`perfsuite.judge.contention`) or a figure from the loader replay's fixed batch count.
+    """
     if verdict.outcome is not Outcome.INCONCLUSIVE:
         return None
     spec = registry.find(verdict.metric)
+    if verdict.message.startswith(f"{verdict.metric} {ABSTAINED}"):
+        return f"to decide: the machine was too busy to judge it, and more steps will not change that; {ELSEWHERE}"
+    if spec is not None and spec.samples in REPLAYED_SAMPLES:
+        return f"to decide: more steps add no sample (the loader replay times a fixed number of batches); {ELSEWHERE}"
     if "not measured in this run" in verdict.message:
         return f"to decide: run HEAD again so that it measures {verdict.metric}, or {AB}"
     if "re-record" in verdict.message:

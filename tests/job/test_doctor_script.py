@@ -44,12 +44,16 @@ def test_doctor_on_the_example_script_writes_a_diagnosis_and_a_measured_counterf
     (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["findings"] and diagnosis["ledger"]["step_ms"] > 0 and diagnosis["wait"]["steps"] == 2 * 4
     built = f"train.py:{line_of(FACES / 'train.py', 'loader = DataLoader(')}"
-    (first, *_) = diagnosis["counterfactuals"].values()
+    first = diagnosis["counterfactuals"]["more workers"]
     assert first["change"].endswith(f"{built} DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)")
-    assert first["pairs"] == 2 and first["ratio"] > 0 and first["low"] <= first["ratio"] <= first["high"]
-    assert any(f["kind"] == "counterfactual" and built in f["title"] for f in diagnosis["findings"])
+    m = first["measured"]
+    assert m["pairs"] == 2 and m["ratio"] > 0 and m["low"] <= m["ratio"] <= m["high"]
+    # The measurement is joined to the finding that names its fix, at the script's line, with its prediction.
+    joined = next(f for f in diagnosis["findings"] if f["measured"] == m)
+    assert built in joined["fix"] and "predicted" in joined["effect"]
     assert any(built in note for note in diagnosis["notes"])
-    assert "measured: " in capsys.readouterr().out
+    assert diagnosis["budget"] and diagnosis["budget"][0].startswith("--budget 5 min")
+    assert "measured x" in capsys.readouterr().out
 
 
 def test_a_run_that_fails_makes_doctor_exit_non_zero_naming_it(tmp_path, capsys):

@@ -83,7 +83,8 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
     verdicts = json.loads(runs[0].stdout)["results"]
     (syncs,) = [v for v in verdicts if v["metric"] == "syncs_per_step"]
     named = f"Tensor.cpu at {script}:{new_line} +1/step (new)"
-    assert syncs["message"].endswith(f"(exact): {named}"), syncs["message"]
+    # on a busy machine the step time measured follows, unjudged (issue 45 item 3)
+    assert syncs["message"].split("; step time x")[0].endswith(f"(exact): {named}"), syncs["message"]
     assert syncs["cause"] == f"host syncs: {named}"
     markdown = compare(tmp_path / "base.json", tmp_path / "head.json", seed="4")
     assert markdown.returncode == 1 and named in markdown.stdout
@@ -92,14 +93,18 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
 
 
 def test_a_loader_setting_changed_in_the_script_is_named_by_compare(tmp_path, data, capsys):
-    """Issue 33 item 4 on an unchanged script: ``--workers 2`` then ``--workers 0``, read from its DataLoader."""
+    """Issue 33 item 4 on an unchanged script: ``--workers 2`` then ``--workers 0``, read from its DataLoader;
+    undoing the seeds' fix regresses, named at the script's DataLoader line (issue 45 item 2)."""
     script = DIGITS / "train_digits.py"
     for workers in ("2", "0"):
         argv = ["exec", "--steps", "3", "--warmup", "1", "--observe-steps", "1", "--out", str(tmp_path / workers)]
         command = ["python", str(script), "--data", str(data), "--epochs", "12", "--workers", workers]
         assert main([*argv, "--", *command]) == 0
     capsys.readouterr()
-    assert main(["compare", str(tmp_path / "2"), str(tmp_path / "0"), "--json"]) in (0, 1)  # timings decide that
+    assert main(["compare", str(tmp_path / "2"), str(tmp_path / "0"), "--json"]) == 1
     verdicts = json.loads(capsys.readouterr().out)["results"]
-    named = [(v["metric"], v["base"], v["head"], v["outcome"]) for v in verdicts if v["metric"] == "num_workers"]
-    assert named == [("num_workers", 2, 0, "inconclusive")]
+    named = [v for v in verdicts if v["metric"] == "num_workers"]
+    assert [(v["base"], v["head"], v["outcome"]) for v in named] == [(2, 0, "regressed")]
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "train_loader = DataLoader(" in text)
+    assert named[0]["message"].startswith("regressed (setting): ")
+    assert f"{script.name}:{line} DataLoader(num_workers=2 -> 0) undoes the seeds' fix" in named[0]["message"]

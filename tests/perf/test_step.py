@@ -6,9 +6,9 @@ Augmentation off and no workers, so these cases measure the step, not the loader
 from __future__ import annotations
 
 import pytest
-from perf_matrix import SMALLEST, WORKLOADS
+from perf_matrix import PINNED, SMALLEST, WORKLOADS
 
-STEP_ONLY = {"aug": "none", "num_workers": 0}
+STEP_ONLY = {"aug": "none", "num_workers": 0, **PINNED}
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)

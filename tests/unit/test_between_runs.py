@@ -79,3 +79,32 @@ def test_compare_results_uses_the_runs_for_step_ms():
     (between,) = [v for v in compare_results(runs[-1], head, "t", base_runs=runs) if v.metric == "step_ms"]
     assert single.outcome is Outcome.REGRESSED
     assert between.outcome is Outcome.INCONCLUSIVE and "5 base runs" in between.message
+
+
+def test_perfsuite_run_repeat_keeps_the_runs_and_compare_judges_between_them(tmp_path, capsys):
+    """``perfsuite run --repeat 3 --out base.json`` writes one baseline file of its runs; compare judges step
+    times against all of them (issue 45 item 5)."""
+    from perfsuite.cli.main import main
+    from perfsuite.cli.run import write_runs
+
+    base = write_runs(tmp_path / "base.json", "w", [_result(level) for level in (10.0, 11.0, 9.2)])
+    assert len(json.loads(base.read_text())["runs"]) == 3
+    head = write_runs(tmp_path / "head.json", "w", [_result(10.4)])
+    assert "runs" not in json.loads(head.read_text())  # one run: a plain Result
+    assert main(["compare", str(base), str(head), "--json"]) == 0
+    (step,) = [v for v in json.loads(capsys.readouterr().out)["results"] if v["metric"] == "step_ms"]
+    assert "3 base runs" in step["message"] and step["outcome"] in ("unchanged", "inconclusive")
+
+
+def test_repeat_with_ranks_is_refused_up_front(capsys):
+    from perfsuite.cli.main import main
+
+    assert main(["run", "face_parsing", "--repeat", "3", "--nproc-per-node", "2", "--oversubscribe"]) == 2
+    assert "--repeat 3 with --nproc-per-node 2" in capsys.readouterr().err
+
+
+def test_saved_baselines_keep_three_runs_unless_configured():
+    from perfsuite.core import options
+    from perfsuite.plugin.settings import Settings
+
+    assert options.BY_NAME["baseline_runs"].default == 3 == Settings().baseline_runs

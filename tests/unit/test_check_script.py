@@ -103,3 +103,53 @@ def test_a_transform_it_cannot_adapt_exits_2_naming_the_call_found(tmp_path: Pat
     done = check(copy_example(tmp_path, "three_images"), data, "--num-classes", "11")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "transform(dict {'image', 'edges', 'mask'})" in done.stderr and "write an adapter" in done.stderr
+
+
+# -- a face-parsing repository as published (tests/unit/face_repo_script.py): its transform found by what it does --
+
+
+@pytest.fixture(scope="module")
+def faces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.unit.face_repo_script import write_data
+
+    return write_data(tmp_path_factory.mktemp("celeba"))
+
+
+def check_repo(train: Path, data: Path, *flags: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "perfsuite.cli", "check", "--samples", "3", "--num-classes", "19", *flags, "--"]
+    command += ["python", str(train), "--data", str(data)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=train.parent, timeout=300)
+
+
+@pytest.mark.parametrize("placement", ["attribute", "function"])
+def test_a_repository_flip_without_the_swap_exits_1_at_its_line_and_the_fixed_one_passes(
+    tmp_path: Path, faces: Path, placement: str
+) -> None:
+    """self.trans_train(dict(im=, lb=)), or a module-level function called in __getitem__: no name perfsuite knows."""
+    from tests.unit.face_repo_script import PAIRS_FLAG, flip_line, write_repo
+
+    train = write_repo(tmp_path / "broken", swap=False, placement=placement)
+    done = check_repo(train, faces, "--flip-pairs", PAIRS_FLAG)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = flip_line(train.parent)
+    expected = f"cause: missing swap: flip without the left/right swap of 2:3, 4:5, 7:8 at transform.py:{line} "
+    assert expected + "(HorizontalFlip.__call__)" in done.stdout, done.stdout
+    done = check_repo(write_repo(tmp_path / "fixed", swap=True, placement=placement), faces, "--flip-pairs", PAIRS_FLAG)
+    assert done.returncode == 0, done.stdout + done.stderr
+    chosen = "FaceMask.trans_train (Compose.__call__)" if placement == "attribute" else "face_dataset:train_augment"
+    assert f"transform    {chosen}, defined at " in done.stdout, done.stdout
+
+
+def test_exec_refuses_flip_pairs_on_the_broken_repository(tmp_path: Path, faces: Path, capsys) -> None:
+    """Never accepted and ignored: exec's batches cannot show a missing swap, so the flag is refused, naming the
+    perfsuite check command that tests it."""
+    from perfsuite.cli.main import main
+    from tests.unit.face_repo_script import PAIRS_FLAG, write_repo
+
+    train = write_repo(tmp_path / "broken", swap=False)
+    argv = ["exec", "--num-classes", "19", "--flip-pairs", PAIRS_FLAG, "--", "python", str(train), "--data", str(faces)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "perfsuite exec does not check left/right swaps" in err
+    assert f"run perfsuite check --num-classes 19 --flip-pairs {PAIRS_FLAG} -- python {train}" in err

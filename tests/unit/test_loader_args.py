@@ -11,6 +11,7 @@ from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, Tensor
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.loader_args import LoaderCalls, Override, Site
+from perfsuite.tools.doctor.model import Fix
 from perfsuite.tools.doctor_script import Counterfactual, choose, in_script_terms
 
 DATA = TensorDataset(torch.arange(8.0))
@@ -89,7 +90,11 @@ def run_of(workers: int, threads: int, persistent: bool = False, device: str = "
 
 def test_free_cores_try_more_workers_and_persistent_ones():
     tried = choose(run_of(0, 1), usable=2)
-    assert tried == [Counterfactual("0 worker(s) on 2 usable core(s)", {"num_workers": 2, "persistent_workers": True})]
+    assert tried == [
+        Counterfactual(
+            Fix.MORE_WORKERS, "0 worker(s) on 2 usable core(s)", {"num_workers": 2, "persistent_workers": True}
+        )
+    ]
 
 
 def test_full_cores_try_fewer_workers_and_fewer_threads():

@@ -36,14 +36,19 @@ def settings(verdicts):  # type: ignore[no-untyped-def]
     return {v.metric: v for v in verdicts if v.metric in LOADER or v.metric == "batch_size"}
 
 
-def test_a_changed_loader_setting_is_named_and_not_failed_unless_pinned():
+def test_undoing_a_seeds_fix_regresses_and_any_other_change_is_changed():
     by = settings(compare_results(result(), result(num_workers=0, batch_size=16), "t"))
-    assert sorted(by) == ["batch_size", "num_workers"]
+    assert sorted(by) == ["batch_size", "num_workers"]  # prefetch_factor follows from num_workers 0: not twice
     workers = by["num_workers"]
-    assert (workers.base, workers.head, workers.outcome, workers.failed) == (2, 0, Outcome.INCONCLUSIVE, False)
-    assert workers.message.startswith("num_workers 2 -> 0 (loader setting)")
-    assert "@pytest.mark.perf(num_workers=2)" in workers.message
-    assert by["batch_size"].message.startswith("batch_size 8 -> 16 (loader setting)")
+    assert (workers.base, workers.head, workers.outcome, workers.failed) == (2, 0, Outcome.REGRESSED, True)
+    assert workers.message.startswith("regressed (setting): DataLoader(num_workers=2 -> 0) undoes the seeds' fix")
+    assert "`perfsuite accept HEAD BASE`" in workers.message
+    assert by["batch_size"].outcome is Outcome.CHANGED
+    assert by["batch_size"].message.startswith("changed (setting): DataLoader(batch_size=8 -> 16)")
+    more = settings(compare_results(result(), result(num_workers=4), "t"))["num_workers"]
+    assert more.outcome is Outcome.CHANGED  # 2 -> 4 keeps the fix
+    pinned_off = settings(compare_results(result(pin_memory=True), result(pin_memory=False), "t"))["pin_memory"]
+    assert pinned_off.outcome is Outcome.REGRESSED
 
 
 def test_equal_or_unknown_settings_are_not_compared():
@@ -53,7 +58,7 @@ def test_equal_or_unknown_settings_are_not_compared():
     assert settings(compare_results(result(), head, "t")) == {}  # head does not know it: nothing is known to move
     assert "persistent_workers" in settings(compare_results(result(), result(persistent_workers=True), "t"))
     none_to_four = settings(compare_results(result(), result(prefetch_factor=4), "t"))["prefetch_factor"]
-    assert none_to_four.message.startswith("prefetch_factor - -> 4")  # None: torch's default
+    assert none_to_four.message.startswith("changed (setting): DataLoader(prefetch_factor=- -> 4)")  # None: default
 
 
 def test_a_marker_pins_a_loader_setting_and_fails_any_other_value():
@@ -92,11 +97,11 @@ def test_perfsuite_compare_names_the_change_in_markdown_and_json(tmp_path, capsy
     base, head = tmp_path / "base.json", tmp_path / "head.json"
     base.write_text(result().to_json())
     head.write_text(result(num_workers=0).to_json())
-    assert main(["compare", str(base), str(head)]) == 0
-    assert "num_workers 2 -> 0 (loader setting)" in capsys.readouterr().out
-    assert main(["compare", str(base), str(head), "--json"]) == 0
+    assert main(["compare", str(base), str(head)]) == 1
+    assert "regressed (setting): DataLoader(num_workers=2 -> 0)" in capsys.readouterr().out
+    assert main(["compare", str(base), str(head), "--json"]) == 1
     (named,) = [v for v in json.loads(capsys.readouterr().out)["results"] if v["metric"] == "num_workers"]
-    assert (named["base"], named["head"], named["outcome"]) == (2, 0, "inconclusive")
+    assert (named["base"], named["head"], named["outcome"]) == (2, 0, "regressed")
 
 
 # ----------------------------------------------------------------------------- the committed exact file pins them
@@ -119,7 +124,11 @@ def test_the_exact_file_pins_the_settings_it_recorded(tmp_path):
 
     assert [v.outcome for v in check(result())] == [Outcome.UNCHANGED]  # syncs_per_step only
     changed = [v for v in check(result(num_workers=0)) if v.metric == "num_workers"]
-    message = "num_workers 2 -> 0 (loader setting pinned in the file); if intended, update it: `update it`"
+    message = (
+        "regressed (setting): num_workers 2 -> 0 (loader setting pinned in the file) undoes the seeds' fix: batches "
+        "load in worker processes beside the step, not between steps in the training process (seeds 000, 002, 003, "
+        "004); if intended, update it: `update it`"
+    )
     assert [(v.outcome, v.message) for v in changed] == [(Outcome.REGRESSED, message)]
     unknown = check(result(sources={"pin_memory": "not known"}))
     assert [v.outcome for v in unknown if v.metric == "pin_memory"] == [Outcome.UNAVAILABLE]

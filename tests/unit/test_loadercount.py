@@ -76,6 +76,13 @@ def test_known_work_is_counted_exactly_per_sample_and_by_stage(tmp_path: Path) -
     # the blob's 1000 bytes plus the PNG file's, each read once; the counter's own reads of /proc left out
     png = tmp_path.joinpath("x.png").stat().st_size
     assert got["loader_read_bytes_per_sample"] == (1000 + png, {"__getitem__": 1000 + png})
+    # and by site: the blob's f.read() line holds its 1000 bytes, the PNG's read at the lines that open and load it
+    c = count(loader, 0)
+    assert not isinstance(c, str)
+    by_site = {m.name: m for m in to_metrics(c, library_versions())}["loader_read_bytes_per_sample"].detail["sites"]
+    blob = [e for e in by_site if e["code"] == "f.read()"]
+    assert [(e["op"], e["per_sample"]) for e in blob] == [("_io.BufferedReader.read", 1000)]
+    assert sum(e["per_sample"] for e in by_site) == 1000 + png
     assert got["loader_blocking_calls_per_sample"][1]["__getitem__: time.sleep"] == 1
     calls = got["loader_calls_per_sample"][1]
     assert calls["__getitem__: test_loadercount.Files.__getitem__"] == 1

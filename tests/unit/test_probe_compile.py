@@ -62,3 +62,17 @@ def test_an_uncompiled_run_reports_unavailable_not_zero() -> None:
     m = _measure(TwoLayer(planted_break=True), [torch.randn(3, 4)], compile=None)
     for name in ("graph_breaks", "recompiles", "compile_s"):
         assert m[name].value is None and m[name].reason == "compile=None: nothing compiled"
+
+
+def test_a_break_is_named_at_its_line_and_a_recompile_at_its_frames_first_line() -> None:
+    import inspect
+
+    source, first = inspect.getsourcelines(TwoLayer.forward)
+    breaking = first + next(i for i, text in enumerate(source) if "graph_break()" in text)
+    m = _measure(TwoLayer(planted_break=True), [torch.randn(3, 4)])
+    [site] = m["graph_breaks"].detail["sites"]
+    assert site["site"].endswith(f"test_probe_compile.py:{breaking}") and site["per_step"] == 1
+    assert (site["op"], site["code"]) == ("forward", "torch._dynamo.graph_break()")
+    m = _measure(TwoLayer(planted_break=False), [torch.randn(3, 4), torch.randn(5, 4)])
+    [site] = m["recompiles"].detail["sites"]
+    assert site["op"] == "forward" and site["site"].endswith(f":{first}")

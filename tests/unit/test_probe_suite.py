@@ -22,7 +22,7 @@ def test_all_probes_are_fresh_distinct_instances() -> None:
     names = [p.name for p in first]
     assert len(set(names)) == len(names)
     expected = {"contention", "datawait", "loader", "loadercount", "nvml", "syncs", "compile", "amp", "cost", "memory"}
-    assert expected | {"labels"} == set(names)
+    assert expected | {"labels", "settings"} == set(names)
     assert all(a is not b for a, b in zip(first, second))
 
 

@@ -30,6 +30,12 @@ def _observe(probe: SyncProbe, step, steps: int = 3, **knobs: object):  # type: 
     return probe.metrics(TIMINGS)[0]
 
 
+def to_dev(t: torch.Tensor) -> torch.Tensor:
+    """``t`` on the device by the copy that makes the host wait for nothing: pinned, then ``non_blocking=True``
+    (on a CPU run: where a GPU run would put it, and pinned as a GPU run pins it)."""
+    return t.pin_memory().to("cpu", non_blocking=True)
+
+
 def _line_of(text: str) -> int:
     """The line of this file on which ``text`` appears (call sites are asserted exactly)."""
     lines = Path(__file__).read_text().splitlines()
@@ -45,7 +51,8 @@ def _pipeline_site() -> str:
 
 
 def _run_syncs(log_interval: int):  # type: ignore[no-untyped-def]
-    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=log_interval)
+    # pinned batches copied with non_blocking=True: the copies make the host wait for nothing
+    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=log_interval, pin_memory=True, non_blocking=True)
     result = run(RunSpec("gray_classifier", knobs=knobs, steps=2, warmup=1, observe_steps=2), probes=[SyncProbe()])
     return result.metric("syncs_per_step")
 
@@ -56,6 +63,7 @@ def test_reading_the_loss_every_step_is_one_sync_per_step_at_its_call_site() -> 
     assert metric.detail["observed_steps"] == 2
     (site,) = metric.detail["sites"]
     assert site == {
+        "kind": "read",
         "op": "Tensor.item",
         "site": _pipeline_site(),
         "per_step": 1.0,
@@ -74,7 +82,7 @@ def test_two_reads_per_step_are_two_syncs_each_with_its_site() -> None:
     value = torch.tensor(3.0)
 
     def step() -> None:
-        loss = value.to("cpu")  # on the device, as a GPU run's .to(device) puts it
+        loss = to_dev(value)  # on the device, as a GPU run's .to(device) puts it
         loss.item()  # first read
         loss.item()  # second read
 
@@ -91,7 +99,7 @@ x = torch.tensor([1.0, -2.0, 3.0])
 
 def dev() -> torch.Tensor:
     """``x`` on the device, as the step's own ``.to(device)`` puts it (on a CPU run: where a GPU run would)."""
-    return x.to("cpu")
+    return to_dev(x)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +155,7 @@ def test_a_read_inside_torch_counts_at_the_steps_call_site() -> None:
     inputs = torch.randn(4, 3)
 
     def step() -> None:
-        model(inputs.to("cpu")).sum().backward()
+        model(to_dev(inputs)).sum().backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)  # planted: clip
 
     metric = _observe(SyncProbe(), step, steps=2)
@@ -162,7 +170,7 @@ def test_ops_that_do_not_sync_count_zero() -> None:
     opt = torch.optim.AdamW(model.parameters())  # its step reads a CPU step counter with .item()
 
     def step() -> None:
-        y = x.to("cpu")  # the host-to-device copy of a GPU run
+        y = to_dev(x)  # the host-to-device copy of a GPU run, from pinned memory: no wait
         z = torch.where(x > 0, x, y) + x[torch.tensor([0, 2, 1])]  # integer indexing: no sync
         model(z.unsqueeze(0)).sum().backward()
         opt.step()
@@ -184,7 +192,7 @@ def test_observing_a_compiled_model_does_not_recompile_it() -> None:
     compile_probe = CompileProbe()
     compile_probe.setup(_ctx(2, compile="default"))
     model(inputs).sum().backward()  # warm-up: compiles
-    metric = _observe(SyncProbe(), lambda: model(inputs.to("cpu")).sum().item(), steps=2, compile="default")
+    metric = _observe(SyncProbe(), lambda: model(to_dev(inputs)).sum().item(), steps=2, compile="default")
     model(inputs).sum().backward()  # a measured step after observing
     compile_probe.stop()
     assert metric.value == 1.0
@@ -221,7 +229,7 @@ def test_printing_or_formatting_a_tensor_is_a_read_at_its_call_site() -> None:
     loss = torch.tensor(1.5)
 
     def step() -> None:
-        on_device = loss.to("cpu")
+        on_device = to_dev(loss)
         print(on_device, file=io.StringIO())  # planted: print
         f"{on_device:.3f}"  # planted: format
 

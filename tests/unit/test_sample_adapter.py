@@ -14,7 +14,7 @@ from PIL import Image
 from perfsuite.augment.painting import encode, palette_for
 from perfsuite.augment.sample_adapter import CannotAdapt, calibrate, image_hwc, interface_of
 from perfsuite.errors import PropertyViolation
-from perfsuite.harness.transform_check import check_dataset_transform, spread, unwrap
+from perfsuite.harness.transform_check import check_dataset_transform, spread
 
 MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 
@@ -116,10 +116,8 @@ def test_calibration_undoes_a_normalize_exactly() -> None:
     assert np.abs(back - painted).max() < 1e-6
 
 
-def test_spread_and_unwrap() -> None:
+def test_spread() -> None:
     assert spread(100, 4) == [0, 33, 66, 99] and spread(3, 8) == [0, 1, 2]
-    faces = Faces([])
-    assert unwrap(torch.utils.data.ConcatDataset([torch.utils.data.Subset(faces, [0])])) is faces
 
 
 def test_a_correct_swapping_flip_with_jitter_and_normalize_passes() -> None:

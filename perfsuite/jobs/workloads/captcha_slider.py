@@ -76,8 +76,9 @@ class CaptchaSlider(Workload):
     def prepare(self, images: torch.Tensor, target: torch.Tensor, scale: Scale) -> tuple[torch.Tensor, torch.Tensor]:
         x, _ = super().prepare(images, None, scale)
         h, w = images.shape[-2:]
-        norm = torch.tensor([w, h], dtype=target.dtype, device=target.device)
-        return x, (target / norm).flatten(1)
+        # (x, y) pixels to [0, 1] by Python scalars: torch.tensor([w, h], device=...) would be a blocking
+        # host-to-device copy every step
+        return x, torch.stack((target[..., 0] / w, target[..., 1] / h), -1).flatten(1)
 
     def loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return F.smooth_l1_loss(output.float(), target)

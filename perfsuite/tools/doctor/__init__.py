@@ -1,0 +1,47 @@
+"""``perfsuite doctor``: one command that names a job's bottleneck in the seeds' terms, with evidence, and the fix.
+
+A package by concern, each a short module (a reader finds each finding's rule in one place):
+
+* :mod:`.model`: the typed figures (dataclasses), *unavailable* with its reason, and :class:`Fix`, the one
+  key a counterfactual is stored and read under;
+* :mod:`.evidence` and :mod:`.window`: the runs' own records read once (contention, the loader ledger,
+  the periodic steps each run left out, the per-step ledger, the cached-batch step, input efficiency);
+* :mod:`.arms` and :mod:`.runs` (a Job), :mod:`.script` (a script, each run a fresh process): the runs,
+  with the counterfactuals interleaved, within :mod:`.budget`;
+* :mod:`.predictions`: each fix's predicted gain, never above the input's whole share;
+* :mod:`.findings`: one small rule per kind of finding, and the ranking (measured gain, then predicted);
+* :mod:`.diagnosis`: the evidence, counterfactuals and findings of one target; rendered by
+  :mod:`perfsuite.tools.doctor.report`.
+"""
+
+from __future__ import annotations
+
+from perfsuite.tools.doctor.arms import Arm, choose_arms, clone_loader, fewer_workers, more_workers, with_workers
+from perfsuite.tools.doctor.budget import Budget
+from perfsuite.tools.doctor.diagnosis import Diagnosis, assess
+from perfsuite.tools.doctor.model import CONFIDENCE, Counterfactuals, Finding, Fix, Measured, Predicted, Unavailable
+from perfsuite.tools.doctor.runs import DEFAULT_ROUNDS, diagnose
+from perfsuite.tools.doctor.stats import ratio_interval, wait_band
+
+__all__ = [
+    "CONFIDENCE",
+    "DEFAULT_ROUNDS",
+    "Arm",
+    "Budget",
+    "Counterfactuals",
+    "Diagnosis",
+    "Finding",
+    "Fix",
+    "Measured",
+    "Predicted",
+    "Unavailable",
+    "assess",
+    "choose_arms",
+    "clone_loader",
+    "diagnose",
+    "fewer_workers",
+    "more_workers",
+    "ratio_interval",
+    "wait_band",
+    "with_workers",
+]

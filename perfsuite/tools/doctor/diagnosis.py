@@ -1,0 +1,128 @@
+"""One diagnosis: the evidence of the unchanged runs, the counterfactuals, the ranked findings and the headline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfsuite.core.results import Result
+from perfsuite.judge.contention import contended_run
+from perfsuite.tools.doctor import findings as rules
+from perfsuite.tools.doctor.evidence import Evidence, gather
+from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Tried, Unavailable, plain
+from perfsuite.tools.doctor.stats import ratio_interval
+
+
+@dataclass
+class Diagnosis:
+    """What the doctor found for one target, rendered by :mod:`perfsuite.tools.doctor.report`."""
+
+    target: str
+    evidence: Evidence
+    counterfactuals: Counterfactuals
+    findings: list[Finding]
+    notes: list[str] = field(default_factory=list)
+    budget: list[str] = field(default_factory=list)  # what the time budget left out, and the time it took
+
+    @property
+    def results(self) -> tuple[Result, ...]:
+        return self.evidence.results
+
+    @property
+    def rounds(self) -> int:
+        return len(self.evidence.results)
+
+    @property
+    def device(self) -> str:
+        return self.evidence.device
+
+    @property
+    def bottleneck(self) -> str:
+        """The headline: the largest measured gain, else what limits the step."""
+        if not self.findings:
+            return "nothing found"
+        first = self.findings[0]
+        if isinstance(first.measured, Measured) and first.measured.gain:
+            return f"{first.title}: measured x{first.measured.ratio:.2f} samples/s ({first.measured.label})"
+        return first.title
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the typed figures as objects, *unavailable* as ``{"reason": ...}``."""
+        from perfsuite.judge.contention import session_line
+
+        e, last = self.evidence, self.evidence.last
+        return {
+            "target": self.target,
+            "rounds": self.rounds,
+            "device": self.device,
+            "workload": last.workload,
+            "knobs": dict(last.knobs),
+            "fingerprint": last.fingerprint.key(),
+            "bottleneck": self.bottleneck,
+            "findings": plain(self.findings),
+            "ledger": plain(e.ledger),
+            "wait": plain(e.wait),
+            "stages": plain(e.stages),
+            "cached_batch": plain(e.cached),
+            "input_efficiency": plain(e.efficiency),
+            "periodic": plain(e.periodic),
+            "counterfactuals": plain(self.counterfactuals.tried),
+            "not_tried": plain(self.counterfactuals.not_tried),
+            "counterfactuals_reason": self.counterfactuals.none,
+            "contention": plain(e.contention),
+            "observed": plain(e.observed),
+            "timeline": timeline(last, e),
+            "notes": list(self.notes),
+            "budget": list(self.budget),
+            "contention_runs": session_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),
+        }
+
+
+def timeline(result: Result, e: Evidence) -> dict[str, list[Any]]:
+    """What the PNG draws: the window's steps (fetch, then the rest), the loader's busy cores, the observed steps."""
+    return {
+        "fetch_ms": list(result.samples.get("fetch_ms", [])),
+        "host_step_ms": list(result.samples.get("host_step_ms", [])),
+        "loader_cpu_t": list(result.timeline.get("loader_cpu_t", [])),
+        "loader_cpu_cores": list(result.timeline.get("loader_cpu_cores", [])),
+        "gpu_t": list(result.timeline.get("t_s", [])),
+        "gpu_util": list(result.timeline.get("gpu_util", [])),
+        "observed_steps": list(e.observed.steps),
+    }
+
+
+def measure(
+    base: Sequence[Result], runs: Sequence[Result], label: str
+) -> tuple[Measured | Unavailable, tuple[float, ...], tuple[float, ...]]:
+    """A fix's runs against the unchanged runs of the same rounds: the ratio, marked where either side was
+    contended beyond the wall-clock bound (as ab marks its rounds)."""
+    b = tuple(float(r.value("samples_per_s") or 0.0) for r in base)[: len(runs)]
+    h = tuple(float(r.value("samples_per_s") or 0.0) for r in runs)
+    m = ratio_interval(b, h, label)
+    contended = [why for r in [*base[: len(runs)], *runs] if (why := contended_run(r)) is not None]
+    if isinstance(m, Measured) and contended:
+        m = Measured(m.ratio, m.low, m.high, m.pairs, m.label, f"{len(contended)} run(s) beyond it: {contended[0]}")
+    return m, b, h
+
+
+def assess(
+    target: str,
+    results: Sequence[Result],
+    summaries: Sequence[Mapping[str, Any]],
+    cf: Counterfactuals,
+    usable: int,
+) -> Diagnosis:
+    """The evidence of the unchanged runs, and the findings it and the counterfactuals give."""
+    e = gather(results, summaries, usable)
+    notes = sorted({n for r in results for n in r.notes if not n.startswith("oversubscribed:")})
+    if e.periodic.reason and "too few" in e.periodic.reason:
+        notes.append(f"periodic work: {e.periodic.reason}; nothing was kept out of input efficiency (--steps)")
+    return Diagnosis(target, e, cf, rules.findings(e, cf), notes)
+
+
+def tried(
+    fix: Any, label: str, change: str, why: str, base: Sequence[Result], runs: Sequence[Result], **kw: Any
+) -> Tried:
+    m, b, h = measure(base, runs, label)
+    return Tried(fix, label, change, why, m, b, h, **kw)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The sync model's ground truth, the reference suite's markers on CUDA, the CUDA exact file with the loader's
+# counts, a timing baseline under the GPU's fingerprint, and the seeds' full-scale claim: one call on a lent GPU
+# machine (docs/gpu.md). `bash scripts/gpu_truth.sh --cpu` makes the CPU side of the sync table here;
+# `--dry-run` lists what would run and be compared.
+# On the GPU it needs the wheels its image lacks in .whl/ (bash ../shared/tools/device-wheels.sh).
+# STEPS picks the parts (default: all): suite scripts truth full doctor. Everything lands in $OUT.
+set -u
+OUT=${OUT:-/tmp/perfsuite-truth}; mkdir -p "$OUT"
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export PYTHONUNBUFFERED=1
+step() { echo "=== $1 $(date -u +%T)"; }
+want() { [[ " ${STEPS:-unit suite scripts truth full doctor} " == *" $1 "* ]]; }
+if [ "${1:-}" = --dry-run ]; then  # what would run and be compared, on any machine
+  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-unit suite scripts truth full doctor}"; exit 0
+fi
+if [ "${1:-}" = --cpu ]; then
+  SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}; SUITE_S=${SUITE_S:-1500}
+else
+  SIDE=cuda; PY=python3
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+  export PYTHONPATH=/tmp/site:$PWD
+  $PY -m pip install -q --no-deps --no-build-isolation --no-index -e . 2>&1 | tail -2
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.csv"
+  $PY -c 'import torch, kornia; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0), "kornia", kornia.__version__)'
+fi
+mkdir -p "$W/results" "$W/logs"
+if want unit && [ $SIDE = cuda ]; then step "the sync probe's unit tests on CUDA"
+  timeout "${UNIT_S:-60}" $PY -m pytest -q -p no:cacheprovider -rs tests/unit/test_probe_syncs.py tests/unit/test_sync_kinds.py \
+    -k "not loaders_pin_memory" 2>&1 | tee "$W/logs/unit.log" | tail -15
+fi
+if want suite; then step "suite ($SIDE): markers, exact values re-recorded, every Result saved"
+  # GPU: the saved Results are this machine's timing baselines too (baselines/<fingerprint>/)
+  BASE=$([ $SIDE = cuda ] && echo baselines || echo "$W/baselines")
+  timeout "${SUITE_S:-330}" $PY -m pytest tests/perf -p perfsuite -q -rs -p no:cacheprovider --perfsuite-update-exact \
+    --perfsuite-save --perfsuite-baselines "$BASE" --perfsuite-report-md "$W/logs/suite-$SIDE.md" \
+    2>&1 | tee "$W/logs/suite-$SIDE.log" | tail -45
+  for d in "$BASE"/*/; do [ "$(basename "$d")" = exact ] || cp -r "$d" "$W/results/"; done
+  cp baselines/exact/${SIDE}__*.json "$W/logs/" 2>/dev/null
+fi
+if want scripts; then step "scripts ($SIDE) under perfsuite exec"
+  $PY examples/own_pipeline/make_data.py "$W/own-data" --count 64 --size 128 >/dev/null
+  run() { name=$1; shift
+    timeout 90 $PY -m perfsuite.cli exec --steps 4 --out "$W/results/$name.json" -- $PY "$@" --device $SIDE \
+      >"$W/logs/exec-$name.log" 2>&1; echo "$name: exit $? $(grep -m3 'sync site' "$W/logs/exec-$name.log" | tr -s ' ')"; }
+  run own_pipeline examples/own_pipeline/train.py --data "$W/own-data" --epochs 40
+  run copies-pageable tests/data/scripts/copies/train.py --non-blocking
+  run copies-pinned tests/data/scripts/copies/train.py --non-blocking --pin-memory
+  run copies-blocking tests/data/scripts/copies/train.py --pin-memory
+  run copies-from-list tests/data/scripts/copies/train.py --non-blocking --pin-memory --tensor-from-list
+fi
+if want truth; then step "sync truth ($SIDE)"
+  $PY scripts/sync_truth.py collect "$W/results" --out "$W/logs/sync_truth_$SIDE.json"
+  if [ $SIDE = cpu ]; then mkdir -p docs/data/sync_truth && cp "$W/logs/sync_truth_cpu.json" docs/data/sync_truth/cpu.json
+  else $PY scripts/sync_truth.py compare docs/data/sync_truth/cpu.json "$W/logs/sync_truth_cuda.json" \
+         --markdown "$W/logs/sync_truth.md" | tail -80; fi
+fi
+if want full && [ $SIDE = cuda ]; then step "full scale: face_parsing 512x512, the seed's settings against the seeds' fix"
+  timeout "${FULL_S:-200}" bash -c "
+    $PY -m perfsuite.cli run face_parsing --scale full --aug cpu --workers 2 --steps 30 --json \
+      >$W/full-seed.json 2>$W/logs/full-seed.log
+    $PY -m perfsuite.cli run face_parsing --scale full --aug gpu --amp bf16 --workers 8 --pin-memory \
+      --persistent-workers --prefetch 4 --non-blocking --steps 30 --json >$W/full-tuned.json 2>$W/logs/full-tuned.log"
+  echo "full: exit $?"
+  $PY - "$W/full-seed.json" "$W/full-tuned.json" <<'PYEOF'
+import json, sys
+runs = []
+for path in sys.argv[1:]:
+    try:
+        runs.append(json.load(open(path))["metrics"])
+    except Exception as exc:  # a run that did not finish: say so, print the rest
+        print(f"{path}: no Result ({exc})"); runs.append({})
+for name in ("samples_per_s", "gpu_util", "gpu_sm_util", "data_wait_frac", "input_efficiency", "syncs_per_step"):
+    values = [m.get(name, {}).get("value") for m in runs]
+    ratio = values[1] / values[0] if all(isinstance(v, (int, float)) and v for v in values) else None
+    print(f"{name:18} seed {values[0]!s:>10}  tuned {values[1]!s:>10}  ratio {ratio if ratio is None else round(ratio, 3)}")
+PYEOF
+fi
+if want doctor && [ $SIDE = cuda ]; then step "doctor on the example script"
+  timeout "${DOCTOR_S:-100}" $PY -m perfsuite.cli doctor -- $PY examples/own_pipeline/train.py --data "$W/own-data" \
+    --epochs 40 --device cuda >"$W/logs/doctor.log" 2>&1; echo "doctor: exit $?"; tail -40 "$W/logs/doctor.log"
+fi
+step end
+tar -C "$W" -czf "$OUT/truth-$SIDE.tgz" logs results $(cd "$W" && ls full-*.json 2>/dev/null)
