@@ -25,6 +25,7 @@ from perfsuite.errors import (
     RunTimeout,
     ScriptError,
     WorkloadError,
+    WorkloadMismatch,
 )
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ __all__ = [
     "DeviceError",
     "Fingerprint",
     "FingerprintMismatch",
+    "WorkloadMismatch",
     "JobError",
     "KnobError",
     "Knobs",

@@ -71,6 +71,10 @@ class FingerprintMismatch(BaselineError):
     """Comparing results from different machines without being asked to."""
 
 
+class WorkloadMismatch(BaselineError):
+    """Comparing the Results of different workloads (or a script with a job) without being asked to."""
+
+
 class RunTimeout(PerfsuiteError):
     """A run phase (warm-up, observe, window) passed its deadline: a worker, ``__getitem__`` or step hangs.
 

@@ -55,6 +55,11 @@ def import_modules(names: Sequence[str]) -> None:
     for name in names:
         try:
             importlib.import_module(name)
+        except SyntaxError as exc:  # one line where it is, as Python's own first line of it; no traceback
+            where = f"{exc.filename}:{exc.lineno}" if exc.filename else name
+            raise PerfsuiteError(
+                f"--import {name}: {where}: {type(exc).__name__}: {exc.msg}; fix that line of the module"
+            ) from None
         except ImportError as exc:
             raise PerfsuiteError(
                 f"--import {name}: {exc}; give a module importable from {os.getcwd()} "

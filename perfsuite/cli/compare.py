@@ -41,7 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"significance level of the timing tests (default {DEFAULT_ALPHA})",
     )
     parser.add_argument(
-        "--force", action="store_true", help="compare results from different fingerprints (machines) anyway"
+        "--force",
+        action="store_true",
+        help="compare results from different fingerprints (machines) or of different workloads anyway",
     )
     parser.add_argument(
         "-v",

@@ -63,9 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    from perfsuite.harness.interrupts import Terminated, terminate_unwinds
+
     try:
         check(args)  # every argument, name and output path, before any work
-        return int(args.func(args))
+        with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
+            return int(args.func(args))
+    except Terminated:
+        print(f"perfsuite: terminated (SIGTERM) in perfsuite {args.subcommand}; no result was written", file=sys.stderr)
+        return 143
     except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
         print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
         return 2

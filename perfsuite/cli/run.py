@@ -200,6 +200,7 @@ def format_run(result: Any) -> str:
     ]
     lines += [f"    {fix}" for fix in (fixes(syncs.detail.get("kinds")) if syncs.available else [])]
     lines += [f"  note: {note}" for note in result.notes]
+    lines += [f"  stopped: {result.script.describe()}"] if result.script is not None else []
     from perfsuite.judge.contention import session_line
 
     contention = session_line({"this run": result})  # how busy the machine was (perfsuite.judge.contention)

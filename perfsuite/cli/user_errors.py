@@ -11,13 +11,13 @@ the user's appears nowhere) is perfsuite's own bug and keeps its full traceback.
 from __future__ import annotations
 
 import re
-import signal
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from perfsuite.core.user_frames import PERFSUITE_DIR, is_users_file, users_traceback_text
+from perfsuite.harness.worker_death import worker_death
 
 # The runner's names for its phases, in the words the one line uses.
 PHASES = {
@@ -29,9 +29,6 @@ PHASES = {
     "loader ledger": "in the loader ledger",
     "observe": "in the observed steps",
 }
-_WORKER_SIGNAL = re.compile(r"DataLoader worker \(pids? ?\(?([\d, ]+)\)?\) is killed by signal: ([^.]+)\.")
-# The same death, when torch notices it while unpickling the batch's shared memory instead (the reason is lost).
-_WORKER_EXITED = re.compile(r"DataLoader worker \(pid(?:\(s\)|s)? ?([\d, ]+)\) exited unexpectedly")
 _WORKER_RAISED = re.compile(
     r"Caught (\w+) in DataLoader worker process (\d+)\.\nOriginal (Traceback[^\n]*\n)(.*)", re.S
 )
@@ -51,21 +48,18 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     where = " " + PHASES.get(phase or "", _before_the_run(exc.__traceback__))
     at = f" ({steps} step(s) done)" if steps else ""
     text = str(exc)
-    killed = _WORKER_SIGNAL.search(text)
-    if killed:
-        pids, name = killed.group(1).strip(), killed.group(2).strip()
+    death = worker_death(exc)
+    if death is not None and death.signal is not None:
         return UserError(
-            f"job {target!r}: DataLoader worker (pid {pids}) was killed by signal {_signal_name(name)}{where}{at}; "
-            "its Dataset or collate crashed (native code, or memory); run with --workers 0 to see it fail in "
-            "this process",
+            f"job {target!r}: {death.what()}{where}{at}; its Dataset or collate crashed (native code, or memory); "
+            "run with --workers 0 to see it fail in this process",
             "",
         )
-    exited = _WORKER_EXITED.search(text)
-    if exited:
+    if death is not None:
         return UserError(
-            f"job {target!r}: DataLoader worker (pid {exited.group(1).strip()}) was killed by signal or crashed"
-            f"{where}{at} (torch saw it exit while handing over a batch, so the signal is not known); its Dataset "
-            "or collate crashed (native code, or memory); run with --workers 0 to see it fail in this process",
+            f"job {target!r}: {death.what()}{where}{at} (torch saw it exit while handing over a batch, so the "
+            "signal is not known); its Dataset or collate crashed (native code, or memory); run with --workers 0 "
+            "to see it fail in this process",
             "",
         )
     raised = _WORKER_RAISED.search(text)
@@ -133,11 +127,3 @@ def _part(summary: traceback.StackSummary, first: int) -> str:
     if "step" in names:
         return "its step"
     return "its code"
-
-
-def _signal_name(text: str) -> str:
-    """``Segmentation fault`` -> ``SIGSEGV (Segmentation fault)``; an unknown description stays as it is."""
-    for sig in signal.Signals:
-        if signal.strsignal(sig) == text:
-            return f"{sig.name} ({text})"
-    return text

@@ -238,6 +238,50 @@ class RankResult:
 
 
 @dataclass(frozen=True)
+class ScriptStop:
+    """Where perfsuite stopped a user's script (``perfsuite exec``), and what it left out of the script's run.
+
+    The script ran ``batches`` training steps (over ``epochs`` epochs begun) and was stopped when it asked its
+    training loader for the next batch, so nothing it would have done after (a later checkpoint, the rest of that
+    epoch) ran. ``not_run``: perfsuite's phases a script does not get, each with why (the speed of light:
+    :data:`perfsuite.harness.state.SCRIPT_NO_SOL`).
+    """
+
+    batches: int
+    epochs: int
+    not_run: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line for the report."""
+        left = "; ".join(f"{phase} {why}" for phase, why in self.not_run.items())
+        return (
+            f"the script was stopped when it asked for training batch {self.batches + 1} (epoch {self.epochs}), "
+            f"after {self.batches} steps: nothing it would do after that ran (a later checkpoint)"
+            + (f"; {left}" if left else "")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batches": self.batches, "epochs": self.epochs, "not_run": dict(self.not_run)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "script") -> ScriptStop:
+        _need(isinstance(data, dict), where, data, "an object with batches, epochs and not_run")
+        _no_unknown(data, ("batches", "epochs", "not_run"), where)
+        not_run = data.get("not_run", {})
+        _need(
+            isinstance(not_run, dict) and all(isinstance(v, str) for v in not_run.values()),
+            f"{where}.not_run",
+            not_run,
+            "an object of phase -> why it was not run",
+        )
+        return cls(
+            batches=_count(data.get("batches", _MISSING), f"{where}.batches", 0),
+            epochs=_count(data.get("epochs", _MISSING), f"{where}.epochs", 0),
+            not_run=dict(not_run),
+        )
+
+
+@dataclass(frozen=True)
 class Result:
     """Everything one run produced. Plain data; see the module docstring."""
 
@@ -263,6 +307,8 @@ class Result:
     # What the machine was doing during the run, by concern: "contention" (perfsuite.probes.contention: CPU
     # pressure, steal, neighbours' CPU, run queue, the calibration kernel's speed). JSON values; not judged itself.
     environment: dict[str, Any] = field(default_factory=dict)
+    # A user's script (perfsuite exec): where perfsuite stopped it and the phases it does not get. None for a Job.
+    script: ScriptStop | None = None
 
     def metric(self, name: str) -> Metric:
         """The metric by name; a metric no probe reported is unavailable, with that reason."""
@@ -291,6 +337,7 @@ class Result:
             "fingerprint": asdict(self.fingerprint),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
             **({"environment": self.environment} if self.environment else {}),
+            **({"script": self.script.to_dict()} if self.script is not None else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -353,6 +400,7 @@ class Result:
             schema_version=version,
             ranks=_ranks(data.get("ranks", [])),
             environment=_environment(data.get("environment", {})),
+            script=ScriptStop.from_dict(data["script"]) if data.get("script") is not None else None,
         )
         from perfsuite.core.schema import check_result
 
@@ -385,6 +433,7 @@ _RESULT_FIELDS = (
     "knob_sources",
     "ranks",
     "environment",
+    "script",
 )
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()

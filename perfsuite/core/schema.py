@@ -67,6 +67,7 @@ class ResultSchema(BaseModel):
     knob_sources: dict[str, StrictStr] = {}
     ranks: list[dict[str, Any]] = []
     environment: dict[str, Any] = {}  # what the machine was doing: contention (probes/contention.py)
+    script: dict[str, Any] | None = None  # where perfsuite stopped a user's script (results.ScriptStop)
 
 
 class ExactFileSchema(BaseModel):

@@ -130,8 +130,7 @@ def write_text_atomic(path: Path, text: str, publish: Callable[[Path, Path], Non
     ``publish(tmp, path)`` (replace by default; a hard link refuses to overwrite), then fsync the directory.
     Temporaries of earlier writes that were killed are swept first. A crash never leaves half a file.
     """
-    with as_users_path(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with as_users_path(path), new_directories(path.parent):
         sweep(path.parent)
         fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
         try:
@@ -148,8 +147,7 @@ def write_text_atomic(path: Path, text: str, publish: Callable[[Path, Path], Non
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """:func:`write_text_atomic` for bytes (an image): a temporary in the same directory, fsync, replace."""
-    with as_users_path(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with as_users_path(path), new_directories(path.parent):
         sweep(path.parent)
         fd, tmp = make_temp_file(path.parent, path.stem, suffix=".tmp")
         try:
@@ -162,6 +160,25 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
             tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return path
+
+
+@contextlib.contextmanager
+def new_directories(directory: Path) -> Iterator[None]:
+    """``directory`` made with its missing parents; if the body fails (a full disk), the ones made here are removed
+    again, so a failed write leaves no empty ``tuned/<fingerprint>/`` behind."""
+    missing = []
+    for folder in (directory, *directory.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for folder in missing:  # deepest first; a folder someone else filled meanwhile stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 @contextlib.contextmanager

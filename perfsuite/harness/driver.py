@@ -1,13 +1,13 @@
 """One driver for every run: the phases, run over step boundaries from a Job's loop or a script's training loader.
 
 A run's phases are the same whoever owns the loop: set-up, warm-up, the
-measured window, the speed of light, the probes' after-window work (the loader
-ledger's replay), the period scan and the observed steps
+measured window, the speed of light (a Job's only), the probes' after-window
+work (the loader ledger's replay), the period scan and the observed steps
 (:mod:`perfsuite.harness.observation`). They run at *step boundaries*: each
 time the loop asks for its next batch, it calls :meth:`Driver.next_batch`, which
 does the phase's work at that boundary, fetches the batch from the
-:class:`StepSource` and hands it back (or, in the speed of light, a cached copy;
-after the last observed step it raises :class:`Stop`). Two loops call it:
+:class:`StepSource` and hands it back (after the last observed step it raises
+:class:`Stop`). Two loops call it:
 
 * a Job's (:func:`perfsuite.harness.runner.run`): ``while True:
   job.step(driver.next_batch())`` over a :class:`perfsuite.harness.pipeline.BatchStream`;
@@ -26,11 +26,20 @@ through the fetch, with every probe's modes suspended while the loader runs.
 
 The driver is the only place that synchronises the device, and only at the
 edges of the window and of the speed of light.
+
+perfsuite's work at a boundary leaves the global random generators as it found
+them, and the speed of light's extra steps leave the job's model, optimizer,
+the state its step holds and the generators as they were
+(:mod:`perfsuite.harness.state`): the user's training computes what it would
+have computed without perfsuite. A script gets no speed of light: its extra
+steps could only run through its own loop body, whose effects (a progress bar,
+an evaluation, a file) nothing can undo.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +49,7 @@ from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.batches import batch_samples
 from perfsuite.harness.clock import StepClock, clone_batch, mode_depth, on_device, paired_ms, synchronize
 from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.state import kept_rng, undone
 from perfsuite.harness.watchdog import Watchdog
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
 from perfsuite.probes.loader import wait_idle
@@ -73,7 +83,10 @@ class StepSource(Protocol):
         """Wall and CPU seconds of making this epoch's iterator outside ``fetch``, once, for its first fetch."""
 
     def direct_step(self) -> Callable[[Any, int], Any] | None:
-        """The step alone, for the speed of light (``step(batch, k)``); None: served through the loop."""
+        """The step alone, for the speed of light (``step(batch, k)``); None: no speed of light (a script's)."""
+
+    def state_objects(self) -> list[Any]:
+        """What the speed-of-light steps move and :func:`perfsuite.harness.state.undone` puts back."""
 
 
 @dataclass
@@ -87,7 +100,15 @@ class Recorded:
     plan: ObservationPlan
 
 
-_FETCH = object()  # a boundary that takes the next batch from the source (not a speed-of-light copy)
+def _keeps_rng(method: Callable[..., Any]) -> Callable[..., Any]:
+    """perfsuite's work at a boundary leaves the global generators to the user's next step (state.kept_rng)."""
+
+    @functools.wraps(method)
+    def kept(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with kept_rng():
+            return method(self, *args, **kwargs)
+
+    return kept
 
 
 def suspended() -> contextlib.AbstractContextManager[None]:
@@ -140,10 +161,6 @@ class Driver:
         self.epochs_before = self.epochs_started = 0
         # the speed of light
         self.sol_ms: list[float] = []
-        self._sol_k = 0
-        self._resident: Any = None
-        self._sol_starts: StepClock | None = None
-        self._sol_ends: StepClock | None = None
         # after the window
         self.plan: ObservationPlan | None = None
         self._kind: str | None = None
@@ -157,9 +174,7 @@ class Driver:
             raise Stop
         t_req = time.perf_counter()
         self._c_req = time.thread_time()
-        served = self._before_fetch(t_req)
-        if served is not _FETCH:
-            return served
+        self._before_fetch(t_req)
         epochs = self.source.epochs
         inside = self._kind is not None  # a script's observed step goes on through its fetch, modes suspended
         c0 = time.thread_time()
@@ -176,9 +191,9 @@ class Driver:
             fetched, cpu = fetched + made[0], cpu + made[1]
         return self._after_fetch(batch, t_req, fetched, cpu, made is not None or self.source.epochs != epochs)
 
-    def _before_fetch(self, t_req: float) -> Any:
-        """The boundary's work before the fetch; a speed-of-light batch is served from here. A clock mark made here
-        is taken back if the request ends an epoch instead (:meth:`_undo`)."""
+    def _before_fetch(self, t_req: float) -> None:
+        """The boundary's work before the fetch. A clock mark made here is taken back if the request ends an epoch
+        instead (:meth:`_undo`)."""
         if self.phase == SETUP:
             self._setup()
         if self.phase == WARMUP:
@@ -195,7 +210,7 @@ class Driver:
                 else:
                     self.show(self.phase, self.k, self.n)
                     self.check()
-                return _FETCH
+                return
             self._begin_window()
         if self.phase == WINDOW:
             assert self.clock is not None
@@ -212,14 +227,9 @@ class Driver:
                     self.clock.mark()
                     self._pending = "mark"
                 self._t0 = t_req
-                return _FETCH
-        if self.phase == SOL:
-            served = self._sol_request()
-            if served is not _FETCH:
-                return served
+                return
         if self.phase == AFTER:
             self._next_observed()
-        return _FETCH
 
     def _undo(self) -> None:
         """The request ended an epoch instead of giving a batch (a script's loader): no boundary, the step goes on."""
@@ -270,6 +280,7 @@ class Driver:
 
     # -- phases ------------------------------------------------------------------------------------------------
 
+    @_keeps_rng
     def _setup(self) -> None:
         """The first boundary: the job and context from the source, the probes set up, the warm-up begun."""
         self.job, self.ctx = self.source.setup()
@@ -280,6 +291,7 @@ class Driver:
         if not self.spec.warmup:
             self._dog_phase.enter_context(self.dog.phase("warm-up"))
 
+    @_keeps_rng
     def _begin_window(self) -> None:
         """Before the window's first fetch: the device synchronised, the probes' passive samplers started."""
         self._dog_phase.close()
@@ -302,6 +314,7 @@ class Driver:
         self.show(self.phase, 0, self.n)  # once before and once after: nothing of perfsuite's runs between the steps
         self._dog_phase.enter_context(self.dog.phase("window", steps=self.spec.steps))  # armed once: nothing per step
 
+    @_keeps_rng
     def _end_window(self, t_req: float) -> None:
         """The last window step ended: close the window, then the speed of light."""
         assert self.clock is not None
@@ -315,20 +328,16 @@ class Driver:
         self._stop_probes()
         self.check()  # a Ctrl-C swallowed during the window (in a __del__, an at-fork hook) stops here
         self.epochs_started = self.source.epochs - self.epochs_before
-        self.phase, self.k, self.n = SOL, 0, self.spec.sol_steps
-        self.show(self.phase, 0, self.n)
-        self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
         if self.spec.sol_steps > 0:
             wait_idle(self.ctx.batches if self.ctx else None)  # workers refilling prefetch slots would take cores
-        direct = self.source.direct_step()
+        direct = self.source.direct_step()  # None for a script: its steps are its own loop body (harness.state)
         if direct is not None:
-            self.sol_ms = speed_of_light(direct, self.last_batch, self.job.device, self.spec.sol_steps)
-            self._after_window()
-        elif self.spec.sol_steps > 0 and self.last_batch is not None:
-            self._resident = on_device(self.last_batch, self.job.device)
-            self._sol_starts, self._sol_ends = StepClock(self.job.device), StepClock(self.job.device)
-        else:
-            self._after_window()
+            self.phase, self.k, self.n = SOL, 0, self.spec.sol_steps
+            self.show(self.phase, 0, self.n)
+            self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
+            with undone(self.source.state_objects()):  # the extra steps leave the job's state as they found it
+                self.sol_ms = speed_of_light(direct, self.last_batch, self.job.device, self.spec.sol_steps)
+        self._after_window()
 
     def _stop_probes(self) -> None:
         if self._started:
@@ -336,24 +345,7 @@ class Driver:
             for probe in self.probes:
                 probe.stop()
 
-    def _sol_request(self) -> Any:
-        """A script's speed-of-light boundary: the loop gets a fresh copy of the cached device batch (one untimed
-        step first, as :func:`speed_of_light`); after the last, the after-window work, then observing."""
-        assert self._sol_starts is not None and self._sol_ends is not None
-        k, self._sol_k = self._sol_k, self._sol_k + 1
-        if k >= 2:
-            self._sol_ends.mark()
-        if k == 1 or k > self.spec.sol_steps:
-            synchronize(self.job.device)
-        if k > self.spec.sol_steps:
-            self.sol_ms = paired_ms(self._sol_starts, self._sol_ends)
-            self._after_window()
-            return _FETCH
-        fresh = clone_batch(self._resident)
-        if k >= 1:
-            self._sol_starts.mark()
-        return fresh
-
+    @_keeps_rng
     def _after_window(self) -> None:
         """The probes' own timed work (the loader ledger's replay), before anything instruments; then the plan."""
         self._dog_phase.close()
@@ -368,6 +360,7 @@ class Driver:
         self.phase, self.k, self.n = AFTER, 0, self.plan.most_steps
         self._dog_phase.enter_context(self.dog.phase("observe", steps=self.plan.most_steps))
 
+    @_keeps_rng
     def _next_observed(self) -> None:
         """A boundary after the window: the previous step's instrumentation closed (before the fetch where the
         boundary is known there), the next step's kind decided; after the last, the run is done."""
@@ -382,6 +375,7 @@ class Driver:
         self.show(self.phase, self.k, self.n)
         self.check()
 
+    @_keeps_rng
     def _open_observed(self) -> None:
         self._close_observed()
         assert self.plan is not None
@@ -393,6 +387,7 @@ class Driver:
         for watcher in self.plan.watchers(kind):
             self._observing.enter_context(watcher)
 
+    @_keeps_rng
     def _close_observed(self) -> None:
         if self._kind is not None:
             kind, self._kind = self._kind, None
@@ -401,6 +396,7 @@ class Driver:
             self.plan.record(kind)
             self.k += 1
 
+    @_keeps_rng
     def _finish(self) -> None:
         synchronize(self.job.device)
         self._dog_phase.close()

@@ -25,6 +25,12 @@ from types import FrameType
 from typing import Any
 
 
+class Terminated(BaseException):
+    """SIGTERM (a CI job's timeout, ``kill``) in the main thread: the run unwinds through its ``finally`` blocks
+    (workers shut down) and the CLI exits 143, so the process's exit handlers run and remove what it made in
+    TMPDIR (``perfsuite-stacks-<pid>/``), which the default action, ending the process at once, would leave."""
+
+
 class InterruptGuard:
     """See the module docstring. ``pending`` counts Ctrl-Cs not yet seen to stop anything."""
 
@@ -33,6 +39,7 @@ class InterruptGuard:
         self.received = 0  # every Ctrl-C since install, for "was this session interrupted"
         self._depth = 0
         self._shield = 0
+        self.terminate = False  # a SIGTERM that arrived in a shielded block: raised as Terminated when it ends
         self._previous: Any = None
 
     @property
@@ -70,7 +77,11 @@ class InterruptGuard:
         self.pending = 0
 
     def check(self) -> None:
-        """Raise KeyboardInterrupt if a Ctrl-C arrived and was swallowed (or deferred by a shield)."""
+        """Raise KeyboardInterrupt if a Ctrl-C arrived and was swallowed (or deferred by a shield); Terminated for a
+        SIGTERM a shield deferred."""
+        if self.terminate and not self._shield:
+            self.terminate = False
+            raise Terminated
         if self.pending and not self._shield:
             self.pending = 0
             raise KeyboardInterrupt
@@ -116,3 +127,52 @@ def guarded() -> Iterator[InterruptGuard]:
     finally:
         if installed:
             GUARD.uninstall()
+
+
+@contextlib.contextmanager
+def terminate_unwinds() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the body runs (main thread only; the previous handler after).
+
+    Inside a shielded block (workers shutting down) it waits for the block's end, as a Ctrl-C does. One raised
+    where Python drops exceptions as "unraisable" (an at-fork hook while a DataLoader forks its workers, a
+    ``__del__``) is sent again shortly after, so it is not lost. A forked child (a DataLoader worker) inherits
+    the handler: there SIGTERM ends the process as by default.
+    """
+    import os
+    import sys
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if GUARD._shield:
+            GUARD.terminate = True  # raised by check() when the shielded block ends
+            return
+        raise Terminated
+
+    hook = sys.unraisablehook
+
+    def dropped(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Terminated) and os.getpid() == pid:
+            again = threading.Timer(RESEND_S, os.kill, (pid, signal.SIGTERM))  # somewhere it is not lost
+            again.daemon = True
+            again.start()
+            return
+        hook(unraisable)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    sys.unraisablehook = dropped
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        signal.signal(signal.SIGTERM, previous)
+
+
+RESEND_S = 0.2  # after a dropped Terminated, when the SIGTERM that replaces it is sent

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.knobs import Knobs, resolve_for_device
-from perfsuite.core.results import Fingerprint, Metric, Result
+from perfsuite.core.results import Fingerprint, Metric, Result, ScriptStop
 from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
@@ -138,7 +138,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
 
         ran = drive_script(target, spec, probes)
         return assemble_result(
-            ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan
+            ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan, ran.stop
         )
     if isinstance(target, Job):  # a user's own training job
         notes: list[str] = []
@@ -227,6 +227,13 @@ class JobSource:
     def direct_step(self) -> Callable[[Any, int], Any] | None:
         return self.sol_step
 
+    def state_objects(self) -> list[Any]:
+        """The job's model and optimizer and what its step holds (a scheduler, a GradScaler, an EMA)."""
+        from perfsuite.harness.state import held_by
+
+        user = self.job.job
+        return [user.model, user.optimizer, *held_by(user.step)]
+
 
 def assemble_result(
     job: Any,
@@ -238,13 +245,20 @@ def assemble_result(
     probes: Sequence[Probe],
     notes: Sequence[str],
     plan: ObservationPlan,
+    script: ScriptStop | None = None,
 ) -> Result:
     """The Result of a run from what its phases recorded: one assembly for a job's loop and a script's."""
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
+    not_run = script.not_run.get("speed of light") if script is not None else None
     metrics["input_efficiency"] = input_efficiency(
-        timings, sol_ms, batch_samples(last_batch) if last_batch is not None else 0, spec.sol_steps, plan.periods
+        timings,
+        sol_ms,
+        batch_samples(last_batch) if last_batch is not None else 0,
+        spec.sol_steps,
+        plan.periods,
+        not_run,
     )
     timeline: dict[str, list[float]] = {}
     probe_samples: dict[str, list[float]] = {}
@@ -291,6 +305,7 @@ def assemble_result(
         notes=tuple(dict.fromkeys([*notes, *job.notes, *probe_notes])),
         timeline=timeline,
         environment=environment,
+        script=script,
     )
 
 
@@ -378,7 +393,12 @@ def periodic_extra_s(t: WindowTimings, hints: Sequence[int] = ()) -> tuple[float
 
 
 def input_efficiency(
-    t: WindowTimings, sol_ms: Sequence[float], sol_samples: int, sol_steps: int, hints: Sequence[int] = ()
+    t: WindowTimings,
+    sol_ms: Sequence[float],
+    sol_samples: int,
+    sol_steps: int,
+    hints: Sequence[int] = (),
+    not_run: str | None = None,
 ) -> Metric:
     """samples/s of the window over the speed of light's samples/s, with the data-wait band.
 
@@ -389,7 +409,9 @@ def input_efficiency(
 
     if not sol_ms or sol_samples <= 0:
         why = (
-            "sol_steps=0: the speed-of-light phase was not run"
+            f"the speed of light was {not_run}"
+            if not_run is not None
+            else "sol_steps=0: the speed-of-light phase was not run"
             if sol_steps <= 0
             else "no batch reached the window, so there was nothing to feed the speed-of-light steps"
         )

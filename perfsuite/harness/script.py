@@ -9,9 +9,13 @@ that iterator yields is a step boundary: the step is everything the script does
 from one batch to the next (forward, backward, logging, the evaluation at an
 epoch's end). The script's loop thus calls the run's one driver
 (:mod:`perfsuite.harness.driver`) at each boundary, as a Job's loop does: the
-same phases (warm-up, window, speed of light served through the script's loop as
-copies of one cached batch, the probes' after-window work such as the loader
+same phases (warm-up, window, the probes' after-window work such as the loader
 ledger's replay, period scan, observed steps), the same probes, the same stream.
+A script gets no speed of light: extra steps could only run through its own
+loop body, which nothing can undo (:mod:`perfsuite.harness.state`); every step
+it takes is one a plain run takes too, on the same batches, so what it computes
+and saves is what ``python train.py`` computes and saves up to the batch where
+perfsuite stops it (recorded as the Result's :class:`perfsuite.core.results.ScriptStop`).
 What is a script's own is here:
 
 1. which DataLoader is the training one (``DataLoader.__iter__`` is hooked on
@@ -37,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
 import sys
 import time
 import traceback
@@ -46,11 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.knobs import Knobs
+from perfsuite.core.results import ScriptStop
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
+from perfsuite.harness.observation import period_steps_for
 from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
+from perfsuite.harness.state import SCRIPT_NO_SOL
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog
+from perfsuite.harness.worker_death import WorkerDeath, signal_name, worker_death
 from perfsuite.jobs.script import EXEC_NOTE, LoaderChoice, Script
 from perfsuite.probes.base import Probe, RunContext
 
@@ -108,6 +117,7 @@ class _ScriptSource:
         self._it: Any = None
         self._made: tuple[float, float] | None = None  # making this epoch's iterator: wall s, CPU s
         self.error: BaseException | None = None  # perfsuite's own failure while the script ran
+        self.failed_in = ""  # the phase it happened in
         self.found = Found()
         self.driver: Driver | None = None
         self._pick: LossPick | None = None  # several candidate loss modules: chosen over the warm-up
@@ -162,6 +172,7 @@ class _ScriptSource:
         except (Stop, StopIteration, KeyboardInterrupt):
             raise
         except BaseException as exc:  # noqa: BLE001 - perfsuite's own failure (the batch's fetch is the loader's)
+            self.failed_in = self.driver.phase
             self.error, self.driver.phase = exc, DONE
             raise Stop from None
 
@@ -175,7 +186,10 @@ class _ScriptSource:
         return made
 
     def direct_step(self) -> None:
-        return None  # the step is the script's own loop: the speed of light is served through it
+        return None  # the step is the script's own loop body: no speed of light (perfsuite.harness.state)
+
+    def state_objects(self) -> list[Any]:
+        return []
 
     def setup(self) -> tuple[Any, RunContext]:
         """The first batch: find what the probes hook and bind the job."""
@@ -317,9 +331,10 @@ def _run(script: Script) -> None:
 
 @dataclass
 class ScriptRun(Recorded):
-    """What a script's phases recorded, with the Result's notes."""
+    """What a script's phases recorded, with the Result's notes and where the script was stopped."""
 
     notes: list[str] = field(default_factory=list)
+    stop: ScriptStop | None = None
 
 
 def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRun:
@@ -335,26 +350,48 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
     if spec.mutate is not None:
         raise ScriptError(f"mutate= cannot apply to script {script.label!r}: perfsuite runs the script as it is")
     source = _ScriptSource(script, spec)
-    driver = source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
+    source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
+    try:
+        return _drive(script, spec, probes, source)
+    except Exception as exc:  # torch's SIGCHLD handler raises a worker's death in whatever code runs then
+        death = worker_death(exc)
+        if death is None:
+            raise
+        raise _worker_died(script, source, death, fetching=source.error is not None) from None
+
+
+def _drive(script: Script, spec: Any, probes: Sequence[Probe], source: _ScriptSource) -> ScriptRun:
+    driver = source.driver
+    assert driver is not None
     failure: BaseException | None = None
     try:
-        with _hooked_loaders(source), as_main(script):
+        with _hooked_loaders(source), as_main(script), _exits_caught(source):
             try:
                 _run(script)
             except Stop:
                 pass
+            except _Exited as exc:  # os._exit: where the run is not done, the script ended before it had its steps
+                if driver.phase != DONE:
+                    failure = _ended_early(script, spec, source, f"called os._exit({exc.status})")
             except SystemExit as exc:
-                if exc.code not in (None, 0):
+                if exc.code not in (None, 0) and driver.phase != DONE:
+                    failure = _ended_early(script, spec, source, f"exited with status {exc.code!r}")
+                elif exc.code not in (None, 0):
                     failure = ScriptError(
                         f"{script.command()} exited with status {exc.code!r} after {driver.batches} training batch(es)"
                     )
             except (KeyboardInterrupt, RunTimeout):
                 raise
             except Exception as exc:  # noqa: BLE001 - the script's own failure, shown as the script's
-                failure = ScriptError(
-                    f"{script.command()} raised {type(exc).__name__}: {exc} (its traceback is above; after "
-                    f"{driver.batches} training batch(es), in the {driver.phase} phase)",
-                    _trimmed_traceback(exc),
+                death = worker_death(exc)  # torch's SIGCHLD handler raised it in the script's step
+                failure = (
+                    _worker_died(script, source, death, fetching=False)
+                    if death is not None
+                    else ScriptError(
+                        f"{script.command()} raised {type(exc).__name__}: {exc} (its traceback is above; after "
+                        f"{driver.batches} training batch(es), in the {driver.phase} phase)",
+                        _trimmed_traceback(exc),
+                    )
                 )
     finally:
         driver.close()
@@ -379,7 +416,8 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
             f"flip_pairs {list(script.flip_pairs)} not checked here: a script's batches do not show which samples its "
             "flip mirrored; perfsuite check (perfsuite.testing.check_script_transform) tests the swap"
         )
-    return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes)
+    stop = ScriptStop(driver.batches, source.epochs, {"speed of light": SCRIPT_NO_SOL})
+    return ScriptRun(ran.job, ran.timings, ran.sol_ms, ran.last_batch, ran.plan, notes, stop)
 
 
 def _no_chosen_loader(source: _ScriptSource, again: Any) -> ScriptError:
@@ -394,8 +432,78 @@ def _no_chosen_loader(source: _ScriptSource, again: Any) -> ScriptError:
     )
 
 
-def _ended_early(script: Script, spec: Any, source: _ScriptSource) -> ScriptError:
-    """What to say when the script returned before the run had its steps."""
+class _Exited(BaseException):
+    """The script called ``os._exit(status)`` in this process (:func:`_exits_caught`)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@contextlib.contextmanager
+def _exits_caught(source: _ScriptSource) -> Iterator[None]:
+    """``os._exit`` in the script's own thread unwinds to :func:`drive_script` instead of ending perfsuite's process
+    with it, so perfsuite can say the script ended at which step (``os._exit(0)`` mid-training would otherwise end
+    ``perfsuite exec`` with status 0 and no Result). A forked child's ``os._exit`` (a DataLoader worker's,
+    multiprocessing's) is its own; in another thread of the script it still ends the process, after the one line.
+    """
+    import threading
+
+    real, pid, main = os._exit, os.getpid(), threading.main_thread()
+
+    def caught(status: int) -> Any:
+        if os.getpid() != pid:
+            real(status)
+        if threading.current_thread() is not main:
+            driver = source.driver
+            where = f"after {driver.batches} training batch(es), in the {driver.phase} phase" if driver else ""
+            print(
+                f"perfsuite: error: {source.script.command()} called os._exit({status}) in a thread {where}, "
+                "before perfsuite had its steps; no Result was written",
+                file=sys.stderr,
+                flush=True,
+            )
+            real(2)
+        raise _Exited(status)
+
+    os._exit = caught
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
+def _worker_died(script: Script, source: _ScriptSource, death: WorkerDeath, fetching: bool) -> ScriptError:
+    """One line: which worker of the training loader died, of which signal, at which batch, and what to do.
+
+    Where torch lost the signal (it saw the worker gone while unpickling a batch), the worker's exit status says it.
+    """
+    driver = source.driver
+    assert driver is not None
+    if death.signal is None:
+        for worker in getattr(source._it, "_workers", None) or ():
+            worker.join(timeout=1.0)  # reaped: its exit status is known
+            code = getattr(worker, "exitcode", None)
+            if (
+                str(getattr(worker, "pid", "")) in death.pids.replace(",", " ").split()
+                and code is not None
+                and code < 0
+            ):
+                death = WorkerDeath(death.pids, signal_name(signal.strsignal(-code) or str(-code)))
+    phase = (source.failed_in or driver.phase) if fetching else driver.phase
+    at = (
+        f"while the loader fetched training batch {driver.batches + 1}"
+        if fetching
+        else f"while the script ran training batch {driver.batches}"
+    )
+    return ScriptError(
+        f"{script.command()}: its training {death.what()} {at} (epoch {source.epochs}, the {phase} phase); "
+        f"{death.fix()}"
+    )
+
+
+def _ended_early(script: Script, spec: Any, source: _ScriptSource, how: str = "ended") -> ScriptError:
+    """What to say when the script returned (or ``how`` it ended) before the run had its steps."""
     driver = source.driver
     assert driver is not None
     if source.training is None:
@@ -416,11 +524,22 @@ def _ended_early(script: Script, spec: Any, source: _ScriptSource) -> ScriptErro
     plan = driver.plan
     needed = spec.warmup + spec.steps + (plan.period_steps + plan.observe_steps if plan is not None else 0)
     if plan is None:
-        needed += spec.observe_steps
+        needed += spec.observe_steps + period_steps_for(spec.period_steps, None)
+    if how != "ended":  # the script ends itself (os._exit): more data would not help
+        return ScriptError(
+            f"{script.command()} {how} after {driver.batches} training batch(es) ({source.epochs} epoch(s)), in the "
+            f"{driver.phase} phase, before {_what_ended(driver.phase)} ended, so no Result was written; this run needs "
+            f"{needed} batches before the script exits: end it after its training loop, or ask for fewer steps "
+            "(--steps, --warmup, --period-steps)"
+        )
     return ScriptError(
-        f"{script.command()} ended after {driver.batches} training batch(es) ({source.epochs} epoch(s)), in the "
-        f"{driver.phase} phase; this run needs at least {needed} (warm-up {spec.warmup}, window {spec.steps}, then "
-        f"the period scan and {spec.observe_steps} observed step(s)) plus {spec.sol_steps + 1} loop iterations fed a "
-        "cached batch: give the script more epochs or data (its own arguments), or ask for fewer steps "
-        "(--steps, --warmup, --period-steps)"
+        f"{script.command()} {how} after {driver.batches} training batch(es) ({source.epochs} epoch(s)), in the "
+        f"{driver.phase} phase, before {_what_ended(driver.phase)} ended; this run needs at least {needed} "
+        f"(warm-up {spec.warmup}, window {spec.steps}, then the period scan and {spec.observe_steps} observed "
+        "step(s)): give the script more epochs or data (its own arguments), or ask for fewer steps (--steps, "
+        "--warmup, --period-steps)"
     )
+
+
+def _what_ended(phase: str) -> str:
+    return "the observed steps" if phase == "observe" else "the measured window"

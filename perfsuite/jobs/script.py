@@ -89,6 +89,18 @@ def ran_a_script(result: Any) -> bool:
     return any(str(note).startswith(EXEC_NOTE) for note in getattr(result, "notes", ()))
 
 
+def workload_of(result: Any) -> str:
+    """What a Result ran, to tell apart Results that do not compare: for a script, ``python <file name>`` (or
+    ``python -m <module>``) without its arguments, which are what an A/B of a script changes; else its workload."""
+    note = next((str(n) for n in getattr(result, "notes", ()) if str(n).startswith(EXEC_NOTE)), None)
+    if note is None:
+        return str(result.workload)
+    words = note[len(EXEC_NOTE) :].split(": ", 1)[0].split()
+    if words[:2] == ["python", "-m"] and len(words) > 2:
+        return f"python -m {words[2]}"
+    return f"python {os.path.basename(words[1])}" if len(words) > 1 else str(result.workload)
+
+
 @dataclass(frozen=True)
 class Script:
     """A training script (``["train.py", ARGS...]``) or module (``["-m", "pkg.train", ARGS...]``), run unchanged.

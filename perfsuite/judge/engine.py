@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
-from perfsuite.errors import FingerprintMismatch
+from perfsuite.errors import FingerprintMismatch, WorkloadMismatch
 from perfsuite.judge.contention import Guard
 from perfsuite.judge.contention import guard as contention_guard
 from perfsuite.judge.settings import SETTINGS, setting_changes
@@ -45,6 +45,16 @@ from perfsuite.judge.verdict import (
 # --------------------------------------------------------------------------- baseline comparison
 
 
+def refuse_other_workloads(base: Result, head: Result, force: bool) -> None:
+    """Two Results of different workloads (a script's and a job's, two jobs) judge nothing: every metric would
+    "regress". A script's runs compare whatever its arguments (:func:`perfsuite.jobs.script.workload_of`)."""
+    from perfsuite.jobs.script import workload_of
+
+    a, b = workload_of(base), workload_of(head)
+    if a != b and not force:
+        raise WorkloadMismatch(f"different workloads ({a} vs {b}); pass --force to compare them anyway")
+
+
 def compare_results(
     base: Result,
     head: Result,
@@ -65,6 +75,7 @@ def compare_results(
     (:func:`compare_between_runs`). Failing verdicts carry their likely cause.
     """
     validate_rule(factor, alpha)
+    refuse_other_workloads(base, head, force)
     base_key, head_key = base.fingerprint.key(), head.fingerprint.key()
     if base_key != head_key and not force:
         raise FingerprintMismatch(

@@ -23,6 +23,9 @@ CLASSES = (
     "user exception",
     "worker signal",
     "disk full",
+    "script exit",
+    "termination",
+    "concurrent write",
 )
 
 
@@ -35,6 +38,8 @@ class Case:
     exit: int = 2
     slow: bool = False  # runs real work (a DataLoader worker, a script): @pytest.mark.slow in the test
     disk_full: bool = False  # every write fails with ENOSPC (mocked: os.fsync raises)
+    sigterm_when: str | None = None  # a fresh process, sent SIGTERM once this glob matches in its TMPDIR
+    held: str | None = None  # this --out file's lock is held (by another run) while the row runs
 
     def args(self) -> list[str]:
         return [a.replace("{data}", str(DATA)) for a in self.argv]
@@ -82,6 +87,35 @@ register_job("segv_data", lambda device=None: make("segv", workers=1))
 """
 
 
+# A script that ends itself mid-training (os._exit(STATUS) at its 4th batch), and one whose DataLoader worker
+# is SIGKILLed (the kernel's out-of-memory killer does that) while it loads sample 8.
+EXIT_MID = """
+import os, sys
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Linear(3, 2)
+for step, x in enumerate(DataLoader(torch.zeros(64, 3), batch_size=4)):
+    model(x).sum().backward()
+    if step == 3:
+        os._exit(int(sys.argv[1]))
+"""
+WORKER_KILL = """
+import os, signal
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Rows(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        if i == 8:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return torch.zeros(3)
+model = torch.nn.Linear(3, 2)
+for x in DataLoader(Rows(), batch_size=4, num_workers=1):
+    model(x).sum().backward()
+"""
+
+
 def prepare(root: Path) -> Path:
     """The files the rows name, in ``root``; returns ``root``."""
     (root / "afile").write_text("x")
@@ -94,10 +128,22 @@ def prepare(root: Path) -> Path:
     base["metrics"]["step_ms"]["value"] = -3.0
     (root / "negative.json").write_text(json.dumps(base))
     (root / "notjson.json").write_text('{"schema_version": 1, "workload": ')
+    other = json.loads((DATA / "base.json").read_text())
+    other["workload"] = "captcha_slider"
+    (root / "other_workload.json").write_text(json.dumps(other))
+    script = json.loads((DATA / "base.json").read_text())
+    script["workload"] = "python train.py"
+    script["notes"] = ["perfsuite exec python train.py: training loader over Rows (batch 4, 0 workers)"]
+    (root / "exec_result.json").write_text(json.dumps(script))
+    (root / "jobs_syntax_ps.py").write_text("import torch\n\n\ndef make(:\n    pass\n")
+    (root / "exit_mid.py").write_text(textwrap.dedent(EXIT_MID))
+    (root / "worker_kill.py").write_text(textwrap.dedent(WORKER_KILL))
     return root
 
 
 JOB = ("--import", "bad_jobs_ps", "--steps", "2", "--warmup", "1", "--observe-steps", "0")
+SCRIPT = ("--steps", "6", "--warmup", "1", "--observe-steps", "0", "--", "python")
+TUNE = ("--knobs", "num_workers", "--max-workers", "1", "--min-rounds", "4", "--max-rounds", "4", "--steps", "2")
 CASES = (
     # range
     Case("run-steps", "range", ("run", "gray_classifier", "--steps", "1"), "--steps: 1 is below 2"),
@@ -131,6 +177,18 @@ CASES = (
         "combination",
         ("tune", "gray_classifier", "--min-rounds", "9", "--max-rounds", "2"),
         "--min-rounds 9 is above --max-rounds 2",
+    ),
+    Case(
+        "compare-workloads",
+        "combination",
+        ("compare", "{data}/base.json", "other_workload.json"),
+        "different workloads (gray_classifier vs captcha_slider); pass --force to compare them anyway",
+    ),
+    Case(
+        "compare-exec-vs-run",
+        "combination",
+        ("compare", "exec_result.json", "{data}/base.json"),
+        "different workloads (python train.py vs gray_classifier); pass --force to compare them anyway",
     ),
     Case(
         "run-scaling-one-rank",
@@ -186,6 +244,12 @@ CASES = (
     ),
     Case("compare-empty", "corrupt file", ("compare", "{data}/base.json", "empty.json"), "empty.json is empty"),
     Case("compare-not-json", "corrupt file", ("compare", "{data}/base.json", "notjson.json"), "is not valid JSON"),
+    Case(
+        "run-import-syntax",
+        "corrupt file",
+        ("run", "x", "--import", "jobs_syntax_ps"),
+        "jobs_syntax_ps.py:4: SyntaxError: invalid syntax",
+    ),
     # user exception
     Case(
         "run-user-step",
@@ -208,6 +272,13 @@ CASES = (
     # worker signal
     # torch reports the death either with its signal or, when it notices while unpickling a batch, without it
     Case("run-worker-segv", "worker signal", ("run", "segv_data", *JOB), "was killed by signal", slow=True),
+    Case(
+        "exec-worker-sigkill",
+        "worker signal",
+        ("exec", *SCRIPT, "worker_kill.py"),
+        "python worker_kill.py: its training DataLoader worker (pid",  # then: killed by signal SIGKILL, the batch
+        slow=True,
+    ),
     # disk full
     Case(
         "compare-png-disk-full",
@@ -216,4 +287,76 @@ CASES = (
         "No space left on device",
         disk_full=True,
     ),
+    Case(
+        "tune-out-disk-full",
+        "disk full",
+        ("tune", "gray_classifier", "--out", "tuned", "--no-thresholds", *TUNE),
+        "tuned/cpu",  # the tune file's path, then: No space left on device; and no tuned/ folder left
+        disk_full=True,
+        slow=True,
+    ),
+    # script exit: the script ends itself mid-training, perfsuite says where (never exit 0 without the Result)
+    Case(
+        "exec-os-exit-4",
+        "script exit",
+        ("exec", *SCRIPT, "exit_mid.py", "4"),
+        "python exit_mid.py 4 called os._exit(4) after 4 training batch(es)",
+        slow=True,
+    ),
+    Case(
+        "exec-os-exit-0",
+        "script exit",
+        ("exec", *SCRIPT, "exit_mid.py", "0"),
+        "python exit_mid.py 0 called os._exit(0) after 4 training batch(es)",
+        slow=True,
+    ),
+    # termination: SIGTERM (a CI timeout) in the window; nothing left in TMPDIR (perfsuite-stacks-<pid>/)
+    Case(
+        "run-sigterm",
+        "termination",
+        ("run", "gray_classifier", "--workers", "1", "--steps", "2000", "--warmup", "1"),
+        "perfsuite: terminated (SIGTERM) in perfsuite run; no result was written",
+        exit=143,
+        slow=True,
+        sigterm_when="perfsuite-stacks-*",
+    ),
+    # concurrent write: another exec is writing the same --out
+    Case(
+        "exec-out-held",
+        "concurrent write",
+        ("exec", "--out", "same.json", "--", "python", "train.py"),
+        "--out same.json is being written by another perfsuite run (pid",
+        held="same.json",
+    ),
 )
+
+
+def sigterm_when_ready(case: Case, cwd: Path, env: dict[str, str], tmpdir: Path) -> tuple[int, str]:
+    """Run ``case`` in a fresh ``python -m perfsuite.cli`` whose TMPDIR is ``tmpdir``; SIGTERM it once
+    ``case.sigterm_when`` matches there (its run is under way); (exit status, stderr)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    assert case.sigterm_when is not None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfsuite.cli", *case.args()],
+        cwd=cwd,
+        env={**env, "TMPDIR": str(tmpdir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and not list(tmpdir.glob(case.sigterm_when)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # into the run's window
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        return -9, "the process did not end within 120 s of SIGTERM\n" + err
+    return proc.returncode, err

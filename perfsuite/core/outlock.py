@@ -1,0 +1,58 @@
+"""One run at a time per output file: ``perfsuite exec --out same.json`` started twice refuses the second.
+
+Two runs writing one ``--out`` would both run to the end, and the last to finish would replace the
+other's Result unseen. The first takes an exclusive ``flock`` on a sibling ``.same.json.lock`` (its pid
+inside) for the whole run and removes it at the end; a second finds it held and refuses before any
+work, naming the holder. The kernel drops the lock when its holder dies however it dies, so a lock
+file left by a killed run never blocks the next one (which takes it over and removes it at its end).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from perfsuite.errors import PerfsuiteError
+
+
+def lock_path(out: Path) -> Path:
+    return out.with_name(f".{out.name}.lock")
+
+
+@contextlib.contextmanager
+def out_lock(out: Path | None, flag: str = "--out") -> Iterator[None]:
+    """Hold ``out``'s lock while the body runs; PerfsuiteError at once if another process holds it."""
+    if out is None or os.name != "posix" or not out.parent.is_dir():  # a new directory: made by the write itself
+        yield
+        return
+    import fcntl
+
+    path = lock_path(out)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise PerfsuiteError(
+                f"{flag} {out} is being written by another perfsuite run (pid {holder}) that is still running; "
+                "wait for it to finish, or name another file"
+            ) from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino  # not a lock file its last holder just removed
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)

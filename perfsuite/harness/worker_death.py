@@ -1,0 +1,61 @@
+"""A DataLoader worker that died of a signal, read from the error torch raises in the training process.
+
+torch reports the death in one of two texts: ``DataLoader worker (pid 123) is killed by signal: Killed.``
+(its SIGCHLD handler or the iterator saw the signal), or ``DataLoader worker (pid(s) 123) exited
+unexpectedly`` (it noticed while unpickling a batch's shared memory, and the signal is lost). Both the
+``perfsuite run`` error line (:mod:`perfsuite.cli.user_errors`) and a script's
+(:mod:`perfsuite.harness.script`) read them here.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+
+_KILLED = re.compile(r"DataLoader worker \(pids? ?\(?([\d, ]+)\)?\) is killed by signal: ([^.]+)\.")
+_EXITED = re.compile(r"DataLoader worker \(pid(?:\(s\)|s)? ?([\d, ]+)\) exited unexpectedly")
+
+
+@dataclass(frozen=True)
+class WorkerDeath:
+    """Which worker process died (``pids``: as torch wrote them) and its signal (None: torch did not see it)."""
+
+    pids: str
+    signal: str | None
+
+    def what(self) -> str:
+        if self.signal is None:
+            return f"DataLoader worker (pid {self.pids}) was killed by signal or crashed"
+        return f"DataLoader worker (pid {self.pids}) was killed by signal {self.signal}"
+
+    def fix(self) -> str:
+        """What to do about it, by signal: SIGKILL is the kernel's out-of-memory killer's (or someone's kill -9)."""
+        if self.signal is not None and self.signal.startswith("SIGKILL"):
+            return (
+                "SIGKILL is what the kernel's out-of-memory killer sends (see dmesg), or a kill -9: give the "
+                "workers less to hold (fewer workers, a smaller prefetch_factor) or more memory"
+            )
+        return (
+            "its Dataset or collate crashed (native code, or memory); run with 0 workers to see it fail in this process"
+        )
+
+
+def worker_death(exc: BaseException) -> WorkerDeath | None:
+    """The worker death ``exc`` reports, or None."""
+    text = str(exc)
+    killed = _KILLED.search(text)
+    if killed:
+        return WorkerDeath(killed.group(1).strip(), signal_name(killed.group(2).strip()))
+    exited = _EXITED.search(text)
+    if exited:
+        return WorkerDeath(exited.group(1).strip(), None)
+    return None
+
+
+def signal_name(text: str) -> str:
+    """``Segmentation fault`` -> ``SIGSEGV (Segmentation fault)``; an unknown description stays as it is."""
+    for sig in signal.Signals:
+        if signal.strsignal(sig) == text:
+            return f"{sig.name} ({text})"
+    return text
