@@ -85,23 +85,42 @@ def test_exec_runs_the_guides_train_py_unchanged_with_its_sync_at_its_own_line(f
     note = next(n for n in result.notes if n.startswith("perfsuite exec"))
     assert "model BiSeNet, optimizer SGD, loss CrossEntropyLoss" in note
     printed = capsys.readouterr().out
-    assert "epoch 0: loss" in printed and "sync site: Tensor.item at" in printed  # the script's output, then ours
+    assert "epoch 0: loss" in printed and "sync site: Tensor.item (read) at" in printed  # the script's output, then ours
     assert main([*argv, "--", *command]) == 2  # --out exists: not overwritten unless asked
     assert "--overwrite" in capsys.readouterr().err
+
+
+DIGITS_LINES = (
+    "total += loss.item()",
+    ".sum().item()",
+    ".tolist()",
+    "logits = model(images.to(args.device))",
+    "loss = criterion(logits, labels.to(args.device))",
+    "predicted = model(images.to(device))",
+    "correct += (predicted == labels.to(device))",
+)
 
 
 def test_a_second_shape_loop_in_main_eval_every_epoch_periodic_reads(digits):
     script = DIGITS / "train_digits.py"
     result = run_script([str(script), "--data", str(digits), "--epochs", "12", "--workers", "2"])
-    # 8 batches per epoch: evaluation's two reads once per epoch; predictions read every 10 iterations.
+    # 8 batches per epoch: evaluation's two reads once per epoch; predictions read every 10 iterations; and the
+    # copies of pageable batches with non_blocking=False (blocking copies on CUDA): training's every step,
+    # evaluation's once per epoch.
+    at = {text: f"train_digits.py:{line_of(script, text)}" for text in DIGITS_LINES}
     assert sites(result) == sorted(
         [
-            ("Tensor.item", f"train_digits.py:{line_of(script, 'total += loss.item()')}", 1.0, None),
-            ("Tensor.item", f"train_digits.py:{line_of(script, '.sum().item()')}", 0.25, 8),
-            ("Tensor.tolist", f"train_digits.py:{line_of(script, '.tolist()')}", 0.1, 10),
+            ("Tensor.item", at["total += loss.item()"], 1.0, None),
+            ("Tensor.item", at[".sum().item()"], 0.25, 8),
+            ("Tensor.tolist", at[".tolist()"], 0.1, 10),
+            ("Tensor.to", at["logits = model(images.to(args.device))"], 1.0, None),
+            ("Tensor.to", at["loss = criterion(logits, labels.to(args.device))"], 1.0, None),
+            ("Tensor.to", at["predicted = model(images.to(device))"], 0.25, 8),
+            ("Tensor.to", at["correct += (predicted == labels.to(device))"], 0.25, 8),
         ]
     )
-    assert result.value("syncs_per_step") == pytest.approx(1.35)
+    assert result.value("syncs_per_step") == pytest.approx(3.85)
+    assert result.metric("syncs_per_step").detail["kinds"] == pytest.approx({"blocking copy": 2.5, "read": 1.35})
     assert result.knobs["num_workers"] == 2  # the training loader, not the evaluation one
     assert "1 other DataLoader(s) iterated, left alone" in next(
         n for n in result.notes if n.startswith("perfsuite exec")
@@ -129,7 +148,7 @@ def test_loader_picks_the_training_loader_by_its_datasets_class_and_ordinal(digi
 def test_a_module_run_with_dash_m(digits, monkeypatch):
     monkeypatch.chdir(DIGITS)
     result = run_script(["python", "-m", "train_digits", "--data", str(digits), "--epochs", "12", "--workers", "0"])
-    assert result.workload == "train_digits" and result.value("syncs_per_step") == pytest.approx(1.35)
+    assert result.workload == "train_digits" and result.value("syncs_per_step") == pytest.approx(3.85)
 
 
 SCRIPTS = {
