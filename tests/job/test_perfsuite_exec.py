@@ -85,7 +85,7 @@ def test_exec_runs_the_guides_train_py_unchanged_with_its_sync_at_its_own_line(f
     note = next(n for n in result.notes if n.startswith("perfsuite exec"))
     assert "model BiSeNet, optimizer SGD, loss CrossEntropyLoss" in note
     printed = capsys.readouterr().out
-    assert "epoch 0: loss" in printed and "sync site: Tensor.item (read) at" in printed  # the script's output, then ours
+    assert "epoch 0: loss" in printed and "sync site: Tensor.item (read) at" in printed  # the script, then ours
     assert main([*argv, "--", *command]) == 2  # --out exists: not overwritten unless asked
     assert "--overwrite" in capsys.readouterr().err
 
