@@ -249,9 +249,10 @@ def resolve_for_device(knobs: Knobs, cuda_available: bool) -> tuple[Knobs, list[
         if knobs.flat()[name]:
             changes[name] = False
             notes.append(f"{name}=True has no effect without CUDA; ran with {name}=False")
-    for name in MODELLED_ON_CPU:
-        if knobs.flat()[name]:
-            notes.append(
-                f"{name}=True is not applied without CUDA; the sync probe counts the copies as a GPU run makes them"
-            )
+    modelled = [f"{name}=True" for name in MODELLED_ON_CPU if knobs.flat()[name]]
+    if modelled:
+        notes.append(
+            f"{' and '.join(modelled)}: not applied without CUDA; the sync probe counts the copies as a GPU run "
+            "makes them (docs/syncs.md)"
+        )
     return (knobs.replace(**changes) if changes else knobs), notes

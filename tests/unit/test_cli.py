@@ -75,7 +75,7 @@ def test_run_table_shows_throughput_and_step_percentiles(capsys: pytest.CaptureF
         == 0
     )
     out = capsys.readouterr().out
-    for text in ("samples_per_s", "step_ms", "median; p90", "pin_memory=True is not applied without CUDA"):
+    for text in ("samples_per_s", "step_ms", "median; p90", "pin_memory=True: not applied without CUDA"):
         assert text in out
     gpu = [line for line in out.splitlines() if "gpu" in line.lower() and "unavailable" in line]
     assert len(gpu) == 1 and gpu[0].strip().startswith("GPU telemetry: unavailable on a CPU run ("), gpu

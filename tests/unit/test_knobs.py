@@ -81,9 +81,9 @@ def test_cuda_knobs_on_cpu_fall_back_with_a_note_each() -> None:
     resolved, notes = resolve_for_device(knobs, cuda_available=False)
     assert not any(resolved.flat()[k] for k in ("tf32", "cudnn_benchmark"))
     assert all(resolved.flat()[k] for k in ("pin_memory", "non_blocking"))
-    assert len(notes) == 4
+    assert len(notes) == 3
     assert "tf32=True has no effect without CUDA; ran with tf32=False" in notes
-    assert any(n.startswith("pin_memory=True is not applied without CUDA; the sync probe counts") for n in notes)
+    assert any(n.startswith("pin_memory=True and non_blocking=True: not applied without CUDA; the sync") for n in notes)
 
 
 def test_fp16_without_cuda_is_an_error_that_suggests_bf16() -> None:
