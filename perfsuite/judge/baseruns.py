@@ -28,6 +28,7 @@ SPREAD_FLOOR = 1.3
 # (x1.106, against x1.038 for face_parsing at 0.043), so its own scatter widens its margin.
 SPREAD_MADS = 2.0
 DECIDED = frozenset({Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED})
+NEEDS_RUNS = "a wall-clock verdict needs"  # in every message of a verdict this module left undecided (report hints)
 
 
 def needs_runs(spec: registry.MetricSpec) -> bool:
@@ -53,7 +54,7 @@ def runs_hint(held: int, needed: int) -> str:
     """``1 base run of the 3 a wall-clock verdict needs: record 2 more (...)``."""
     runs = "run" if held == 1 else "runs"
     return (
-        f"{held} base {runs} of the {needed} a wall-clock verdict needs: record {needed - held} more "
+        f"{held} base {runs} of the {needed} {NEEDS_RUNS}: record {needed - held} more "
         f"(nox -s baseline, or perfsuite run --repeat {needed} --out base.json)"
     )
 

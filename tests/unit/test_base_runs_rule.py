@@ -115,3 +115,11 @@ def test_undecided_and_new_verdicts_pass_through():
     for outcome in (Outcome.INCONCLUSIVE, Outcome.NEW, Outcome.UNAVAILABLE):
         v = Verdict("t", "step_ms", None, None, None, outcome, "m")
         assert apply_run_count(spec, v, _run(10.0), 1, 3) is v
+
+
+def test_the_hint_asks_for_base_runs_not_steps():
+    from perfsuite.report.hints import what_would_decide
+
+    v = _step(compare_results(_result(_run(10.0)), _result(_run(12.5)), "t"))  # its message holds n=30/30
+    hint = what_would_decide(v)
+    assert hint is not None and "more base runs, not more steps" in hint and "--steps" not in hint
