@@ -519,8 +519,8 @@ def shipped(data: dict[str, Any]) -> str:
         row = [job, n]
         tallies = [[0, 0, 0, 0] for _ in range(6)]  # failing, all, failing guarded, judged
         for g in groups:
-            t = compare_between_runs([r for r, _ in g[:k]], g[k][0], DEFAULT_FACTOR)
-            bad = t.outcome in ("regressed", "improved")
+            verdict = compare_between_runs([r for r, _ in g[:k]], g[k][0], DEFAULT_FACTOR)
+            bad = verdict.outcome in ("regressed", "improved")
             _count(tallies[0], bad, within(g[k - 1][1], g[k][1]))
         for p in aa:
             bad = _single(p["samples"][0]["step_ms"], p["samples"][1]["step_ms"]) in ("regressed", "improved")
@@ -534,8 +534,8 @@ def shipped(data: dict[str, Any]) -> str:
                 _count(tallies[col], hit.outcome == "regressed", within(base[-1][1], p["loads"][1]))
                 one = _single(p["samples"][0]["step_ms"], p["samples"][1]["step_ms"]) == "regressed"
                 _count(tallies[col + 3], one, within(*p["loads"]))
-        for t in tallies:
-            row.append(f"{_rate(t[0], t[1])}; guarded {_rate(t[2], t[3])}" if t[1] else "-")
+        for tally in tallies:
+            row.append(f"{_rate(tally[0], tally[1])}; guarded {_rate(tally[2], tally[3])}" if tally[1] else "-")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
