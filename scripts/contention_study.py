@@ -158,6 +158,15 @@ def kept_samples(result: Any) -> dict[str, Any]:
     return out
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path``, replacing it whole (a reader never sees half a page)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.fchmod(fd, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
 def _save(data: dict[str, Any]) -> None:
     DATA.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=DATA.parent, prefix=f".{DATA.stem}.")
@@ -370,11 +379,16 @@ def main() -> int:
     lines = chosen(data) + spread(data) + between(data)
     text = table(data) + "\n" + "\n".join(f"- {line}" for line in lines) + "\n"
     print(text)
+    rule = shipped(data)
+    print(rule)
     if args.table and args.write_docs:
         page = DOCS.read_text(encoding="utf-8")
-        head, _, rest = page.partition(START)
-        _, _, tail = rest.partition(END)
-        DOCS.write_text(f"{head}{START}{text}{END}{tail}", encoding="utf-8")
+        for start, end, block in ((START, END, text), (SHIPPED_START, SHIPPED_END, rule)):
+            head, found, rest = page.partition(start)
+            _, _, tail = rest.partition(end)
+            if found:
+                page = f"{head}{start}{block}{end}{tail}"
+        write_atomic(DOCS, page)
         print(f"wrote {DOCS}", file=sys.stderr)
     return 0
 
@@ -445,6 +459,92 @@ def between(data: dict[str, Any], ks: tuple[int, ...] = (3, 5)) -> list[str]:
                 f"A/A {alarms}/{len(groups)} groups, detected {', '.join(seen)}"
             )
     return out
+
+
+SHIPPED_START, SHIPPED_END = "<!-- shipped-rule:start -->\n", "<!-- shipped-rule:end -->"
+
+
+def _single(base: list[float], head: list[float]) -> str:
+    """One base run's step_ms verdict as shipped: the single-run rule, then the base-run count
+    (``perfsuite.judge.baseruns.apply_run_count``: decided only beyond the base run's own spread)."""
+    from perfsuite.core import metrics as registry
+    from perfsuite.judge.baseruns import apply_run_count
+    from perfsuite.judge.timing import MIN_BASE_RUNS, can_pair, compare_paired, compare_timing
+    from perfsuite.judge.verdict import Verdict
+
+    factor = registry.SINGLE_PAIR_FACTOR
+    t = compare_paired(base, head, factor) if can_pair(base, head) else compare_timing(base, head, factor)
+    verdict = Verdict("study", "step_ms", t.base_median, t.head_median, t.ratio, t.outcome, "")
+    return apply_run_count(registry.get("step_ms"), verdict, base, 1, MIN_BASE_RUNS).outcome.value
+
+
+def _rate(hits: int, judged: int) -> str:
+    return f"{hits}/{judged}" + (f" ({hits / judged:.1%})" if judged else "")
+
+
+def shipped(data: dict[str, Any]) -> str:
+    """The shipped default priced per cell (job x busy processes) on the kept runs: A/A false alarms and +10% / +30%
+    detection of ``step_ms``, (a) against k = MIN_BASE_RUNS base runs (``compare_between_runs``), (b) against one
+    base run, decided only beyond its own spread (:func:`_single`). A/A groups for (a): k + 1 consecutive kept runs
+    of the cell's A/A pairs (k base, the next as head); a slowdown: its slowed run against the k A/A runs of the same
+    busy level kept nearest it in recording order. Each entry: failing / all, then failing / judged under the guard
+    (the newest base run and the head within the wall-clock bound, as ``compare_results`` guards)."""
+    from perfsuite.judge.contention import WALL_BOUND
+    from perfsuite.judge.timing import MIN_BASE_RUNS, compare_between_runs
+    from perfsuite.judge.verdict import DEFAULT_FACTOR
+
+    k = MIN_BASE_RUNS
+
+    def within(*loads: float | None) -> bool:
+        return all(x is not None and x <= WALL_BOUND for x in loads)
+
+    lines = [
+        f"`step_ms` as shipped, on the kept runs: against {k} base runs (the between-run rule at x{DEFAULT_FACTOR}), "
+        "and against one base run (the single-run rule, decided only beyond the base run's own spread: "
+        "`perfsuite.judge.baseruns`; anything less is *inconclusive*, asking for more base runs). Each entry: "
+        "failing / all, then guarded: failing / judged with both compared runs within the wall-clock bound "
+        f"({WALL_BOUND:.0%}). A/A counts regressed and improved; +10% / +30% count regressed.",
+        "",
+        f"| job | busy | A/A, {k} base runs | +10%, {k} base runs | +30%, {k} base runs | A/A, 1 base run | "
+        "+10%, 1 base run | +30%, 1 base run |",
+        "|---|---:|---|---|---|---|---|---|",
+    ]
+    levels = sorted({tuple(key.split("|")[:2]) for key in data["cells"]}, key=lambda x: (int(x[1]), x[0]))
+    for job, n in levels:
+        aa = [p for p in data["cells"].get(f"{job}|{n}|aa", []) if "samples" in p]
+        if not aa:
+            continue
+        runs = [(s["step_ms"], load) for p in aa for s, load in zip(p["samples"], p["loads"])]
+        groups = [runs[g : g + k + 1] for g in range(0, len(runs) - k, k + 1)]
+        row = [job, n]
+        tallies = [[0, 0, 0, 0] for _ in range(6)]  # failing, all, failing guarded, judged
+        for g in groups:
+            verdict = compare_between_runs([r for r, _ in g[:k]], g[k][0], DEFAULT_FACTOR)
+            bad = verdict.outcome in ("regressed", "improved")
+            _count(tallies[0], bad, within(g[k - 1][1], g[k][1]))
+        for p in aa:
+            bad = _single(p["samples"][0]["step_ms"], p["samples"][1]["step_ms"]) in ("regressed", "improved")
+            _count(tallies[3], bad, within(*p["loads"]))
+        for col, slow in ((1, "slow10"), (2, "slow30")):
+            pairs = [p for p in data["cells"].get(f"{job}|{n}|{slow}", []) if "samples" in p]
+            for j, p in enumerate(pairs):
+                at = min(max(0, round(j * len(runs) / len(pairs)) - k // 2), len(runs) - k)
+                base = runs[at : at + k]
+                hit = compare_between_runs([r for r, _ in base], p["samples"][1]["step_ms"], DEFAULT_FACTOR)
+                _count(tallies[col], hit.outcome == "regressed", within(base[-1][1], p["loads"][1]))
+                one = _single(p["samples"][0]["step_ms"], p["samples"][1]["step_ms"]) == "regressed"
+                _count(tallies[col + 3], one, within(*p["loads"]))
+        for tally in tallies:
+            row.append(f"{_rate(tally[0], tally[1])}; guarded {_rate(tally[2], tally[3])}" if tally[1] else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _count(tally: list[int], hit: bool, judged: bool) -> None:
+    tally[0] += hit
+    tally[1] += 1
+    tally[2] += hit and judged
+    tally[3] += judged
 
 
 def chosen(data: dict[str, Any]) -> list[str]:

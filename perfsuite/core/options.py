@@ -185,8 +185,9 @@ OPTIONS: tuple[Option, ...] = (
         "baseline_runs",
         int,
         3,
-        "runs kept per test in each saved baseline (the newest replaces the oldest); with 3 or more, step-time "
-        "verdicts use the variance between them",
+        "runs kept per test in each saved baseline (the newest replaces the oldest), and the base runs a "
+        "wall-clock verdict needs: from fewer it is inconclusive unless the change exceeds the run's own spread; "
+        "with 3 or more, step-time verdicts use the variance between them",
         metavar="N",
         minimum=1,
     ),

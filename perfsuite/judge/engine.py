@@ -18,6 +18,7 @@ from dataclasses import replace
 from perfsuite.core import metrics as registry
 from perfsuite.core.results import Metric, Result
 from perfsuite.errors import FingerprintMismatch, WorkloadMismatch
+from perfsuite.judge.baseruns import apply_run_count
 from perfsuite.judge.contention import Guard
 from perfsuite.judge.contention import guard as contention_guard
 from perfsuite.judge.settings import SETTINGS, setting_changes
@@ -64,6 +65,7 @@ def compare_results(
     force: bool = False,
     only: Callable[[registry.MetricSpec], bool] | None = None,
     base_runs: Sequence[Result] = (),
+    runs_needed: int = MIN_BASE_RUNS,
 ) -> list[Verdict]:
     """Verdicts for head against base, one per registered metric that either measured.
 
@@ -72,7 +74,9 @@ def compare_results(
     exact ones against the committed file instead). ``base_runs``: every run
     a multi-run baseline holds (``base`` is the newest); with 3 or more,
     step_ms is judged with the variance between them
-    (:func:`compare_between_runs`). Failing verdicts carry their likely cause.
+    (:func:`compare_between_runs`). ``runs_needed``: the base runs a wall-clock verdict needs (the
+    ``baseline_runs`` setting); from fewer, it is inconclusive unless the change exceeds the job's own
+    spread (:mod:`perfsuite.judge.baseruns`). Failing verdicts carry their likely cause.
     """
     validate_rule(factor, alpha)
     refuse_other_workloads(base, head, force)
@@ -96,6 +100,8 @@ def compare_results(
             verdict = _judge_between_runs(spec, base_runs, head, test_id, factor, alpha)
         else:
             verdict = judge_metric(spec, base, head, test_id, factor, alpha)
+        held = max(len(base_runs), 1)  # a bare Result is one run
+        verdict = apply_run_count(spec, verdict, base.samples.get(spec.samples or spec.name, []), held, runs_needed)
         verdicts.append(explain(guard.apply(spec, verdict), head, base))
     verdicts += setting_changes(base, head, test_id)  # settings, named exactly (judge/settings.py)
     size = measured_size(base, head, next((v for v in verdicts if v.metric == "step_ms"), None), guard)

@@ -274,6 +274,7 @@ class PerfSession:
                 force=s.force,
                 only=(lambda spec: not spec.exact) if committed else None,
                 base_runs=runs,
+                runs_needed=s.baseline_runs,
             )
         except FingerprintMismatch as exc:
             self._problem(out, f"comparison refused: {exc}")

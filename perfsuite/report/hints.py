@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from perfsuite.core import metrics as registry
+from perfsuite.judge.baseruns import NEEDS_RUNS
 from perfsuite.judge.contention import ABSTAINED
 from perfsuite.judge.verdict import Outcome, Verdict
 
@@ -26,7 +27,8 @@ def what_would_decide(verdict: Verdict) -> str | None:
     """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None.
 
     Never more steps where they cannot help: a verdict the load guard abstained from (the machine was busy,
-    :mod:`perfsuite.judge.contention`) or a figure from the loader replay's fixed batch count.
+    :mod:`perfsuite.judge.contention`), a figure from the loader replay's fixed batch count, or one judged
+    from fewer base runs than a wall-clock verdict needs (:mod:`perfsuite.judge.baseruns`).
     """
     if verdict.outcome is not Outcome.INCONCLUSIVE or verdict.unjudged:
         return None  # a shared reason (a busy machine) says on its own line what to do
@@ -37,6 +39,8 @@ def what_would_decide(verdict: Verdict) -> str | None:
         return f"to decide: more steps add no sample (the loader replay times a fixed number of batches); {ELSEWHERE}"
     if "not measured in this run" in verdict.message:
         return f"to decide: run HEAD again so that it measures {verdict.metric}, or {AB}"
+    if NEEDS_RUNS in verdict.message:  # judge.baseruns: the base runs decide it, not the steps
+        return f"to decide: more base runs, not more steps (its line says how many); or {AB}"
     if "re-record" in verdict.message:
         return "to decide: re-record the baseline with this perfsuite (--perfsuite-save), then compare again"
     if spec is not None and spec.kind == "timing":

@@ -75,9 +75,11 @@ def test_a_single_run_file_stays_as_it_was(tmp_path):
 def test_compare_results_uses_the_runs_for_step_ms():
     runs = [_result(v) for v in (10.0, 11.0, 9.2, 10.5, 9.6)]
     head = _result(12.0)  # x1.25 the newest run: beyond one base run's x1.2 margin, within the runs' drift
-    (single,) = [v for v in compare_results(runs[-1], head, "t") if v.metric == "step_ms"]
+    (single,) = [v for v in compare_results(runs[-1], head, "t", runs_needed=1) if v.metric == "step_ms"]
     (between,) = [v for v in compare_results(runs[-1], head, "t", base_runs=runs) if v.metric == "step_ms"]
-    assert single.outcome is Outcome.REGRESSED
+    (short,) = [v for v in compare_results(runs[-1], head, "t") if v.metric == "step_ms"]
+    assert single.outcome is Outcome.REGRESSED  # baseline_runs = 1: the single-run rule decides
+    assert short.outcome is Outcome.INCONCLUSIVE and "1 base run of the 3" in short.message  # x1.25 < x1.3
     assert between.outcome is Outcome.INCONCLUSIVE and "5 base runs" in between.message
 
 

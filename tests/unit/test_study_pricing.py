@@ -58,3 +58,25 @@ def test_between_runs_priced_on_kept_runs(study: Any) -> None:
         "`step_ms` against 3 base runs (x1.05 and their measured spread), `job`, quiet: "
         "A/A 0/12 groups, detected slow10 0/6, slow30 6/6"
     ]
+
+
+def test_shipped_default_priced_per_cell(study: Any) -> None:
+    """The shipped rule's table: k = 3 base runs, and one base run decided only beyond its own spread (x1.3 here:
+    the runs' steps barely scatter around their epoch starts)."""
+    levels = [10.0, 10.3, 9.8, 10.1, 9.9, 10.2]
+    aa = [pair(run(levels[i % 6], 1.0), run(levels[(i + 3) % 6], 1.0)) for i in range(24)]
+    far = [pair(run(10.0, 1.0), run(15.0, 1.0)) for _ in range(5)]  # x1.5: beyond x1.3, one base run decides
+    far.append(pair(run(10.0, 1.0), run(15.0, 1.0), loads=(0.0, 0.5)))  # a busy head: not judged under the guard
+    near = [pair(run(10.0, 1.0), run(12.5, 1.0)) for _ in range(6)]  # x1.25: within x1.3, one base run does not
+    data = {"cells": {"job|0|aa": aa, "job|0|slow30": far, "job|0|slow10": near}}
+    table = study.shipped(data)
+    (row,) = [line for line in table.splitlines() if line.startswith("| job | 0 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")][2:]
+    assert cells == [
+        "0/12 (0.0%); guarded 0/12 (0.0%)",  # A/A, 3 base runs: 48 kept runs in groups of 4
+        "6/6 (100.0%); guarded 6/6 (100.0%)",  # x1.25 against 3 base runs a few percent apart
+        "6/6 (100.0%); guarded 5/5 (100.0%)",
+        "0/24 (0.0%); guarded 0/24 (0.0%)",  # A/A, 1 base run
+        "0/6 (0.0%); guarded 0/6 (0.0%)",  # x1.25 from one base run: inconclusive, not detected
+        "6/6 (100.0%); guarded 5/5 (100.0%)",
+    ]

@@ -309,7 +309,7 @@ def test_factor_and_alpha_are_configurable():
 def test_step_ms_verdict_reports_medians_and_throughput():
     base = make_result(noisy(10, seed=1), samples_per_s=800.0)
     head = make_result(noisy(13, seed=2), samples_per_s=615.0)
-    (v, *_rest) = compare_results(base, head, "t::a")
+    (v, *_rest) = compare_results(base, head, "t::a", runs_needed=1)  # x1.3: one base run, as baseline_runs = 1
     assert v.metric == "step_ms" and v.outcome is Outcome.REGRESSED
     assert v.ratio == pytest.approx(1.3, rel=0.05) and "samples_per_s 800 -> 615" in v.message
     assert v.cause.startswith("slow steps")
@@ -336,4 +336,4 @@ def test_other_fingerprint_refused_unless_forced():
     base, head = make_result(noisy(10)), make_result(noisy(10), fingerprint=other)
     with pytest.raises(FingerprintMismatch, match="--perfsuite-save.*--force"):
         compare_results(base, head, "t::a")
-    assert compare_results(base, head, "t::a", force=True)[0].outcome is Outcome.UNCHANGED
+    assert compare_results(base, head, "t::a", force=True, runs_needed=1)[0].outcome is Outcome.UNCHANGED
