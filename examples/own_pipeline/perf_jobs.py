@@ -17,7 +17,7 @@ def face_job(data, device, aug="cpu", workers=2):
     """aug="cpu": the PIL transforms in the workers; "gpu": resize there, the random part batched on the device."""
     per_sample = train_transforms(IMAGE_SIZE, IGNORE_INDEX) if aug == "cpu" else eval_transforms(IMAGE_SIZE)
     dataset = FaceParsingDataset(data, per_sample)
-    loader = DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers, drop_last=True)
+    loader = DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers, drop_last=True, pin_memory=True)
     model, gpu = BiSeNet(NUM_CLASSES).to(device), BatchFlipJitter().to(device) if aug == "gpu" else None
     optimizer, criterion = build_optimizer(model), torch.nn.CrossEntropyLoss(ignore_index=IGNORE_INDEX)
     schedule = poly_schedule(optimizer, max_iter=1000)

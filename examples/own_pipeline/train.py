@@ -77,7 +77,7 @@ def main(argv=None):
         num_workers=args.workers,
         drop_last=True,
         # pinned batches + non_blocking copies: the one copy the host does not wait for. Not chosen by device:
-        # on a CPU torch ignores it (and says so), and perfsuite's CPU run predicts the GPU run's copies from it.
+        # on a CPU torch ignores it (and says so), and a CPU run of the same code stays the GPU run's code.
         pin_memory=True,
     )
     model = BiSeNet(NUM_CLASSES).to(args.device)

@@ -10,8 +10,9 @@ import pytest
 
 @pytest.mark.perf(max_syncs_per_step=0, min_gpu_util=0.8)
 def test_defects_gpu_aug(perf_run):
-    """Batched augmentation on the run's device, no per-step loss read: no host syncs."""
-    result = perf_run("example_defects", aug="gpu", num_workers=0)
+    """Batched augmentation on the run's device, pinned batches copied with non_blocking=True, no per-step loss
+    read: no host syncs."""
+    result = perf_run("example_defects", aug="gpu", num_workers=0, pin_memory=True, non_blocking=True)
     assert result.value("samples_per_s") > 0
 
 

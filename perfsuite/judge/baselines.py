@@ -136,7 +136,10 @@ class BaselineStore:
             "result": result.to_dict(),
         }
         if keep_runs > 1:
-            earlier = self.load_runs(result.fingerprint, test_id) if path.exists() else []
+            try:
+                earlier = self.load_runs(result.fingerprint, test_id) if path.exists() else []
+            except BaselineError:  # an unreadable file is what this save replaces: its runs start again here
+                earlier = []
             runs = [*earlier, result][-keep_runs:]
             if len(runs) > 1:
                 payload["runs"] = [r.to_dict() for r in runs]

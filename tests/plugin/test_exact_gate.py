@@ -15,7 +15,7 @@ TEST = """
 
     @pytest.mark.perf(max_syncs_per_step=0)
     def test_loader(perf_run):
-        perf_run("plugin_tiny", aug="none", num_workers=0)
+        perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 """
 
 
@@ -91,7 +91,7 @@ def test_under_xdist_update_exact_writes_the_file_and_the_gate_line_counts_every
 
         @pytest.mark.parametrize("n", range(4))
         def test_run(perf_run, n):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
         """
     )
     args = (*FAST, "-p", "xdist", "-n", "2")
@@ -111,11 +111,11 @@ def test_a_session_of_one_test_by_node_id_keeps_the_files_other_entries(project)
     project.makepyfile(
         test_two="""
         def test_one(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 
 
         def test_other(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, batch_size=2)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, batch_size=2)
         """
     )
     run(project, "--perfsuite-update-exact").assert_outcomes(passed=2)

@@ -219,11 +219,11 @@ def test_a_damaged_file_fails_with_a_message_and_is_left_as_it_was(
     project.makepyfile(
         test_fuzz="""
         def test_a(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 
 
         def test_b(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, batch_size=2)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, batch_size=2)
         """
     )
     root = fresh(project, "stored")

@@ -17,7 +17,7 @@ TEST = """
 
     @pytest.mark.perf(max_syncs_per_step=0)
     def test_loader(perf_run):
-        perf_run("plugin_tiny", aug="none", num_workers=0)
+        perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 """
 
 

@@ -16,8 +16,8 @@ def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_loader(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
-            perf_run("plugin_tiny", aug="cpu", num_workers=0, label="cpu-aug")
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
+            perf_run("plugin_tiny", aug="cpu", num_workers=0, pin_memory=True, non_blocking=True, label="cpu-aug")
     """)
     # pytest-benchmark writes no JSON from an xdist worker (it reads PYTEST_XDIST_WORKER); the inner session is none.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
@@ -51,7 +51,7 @@ def test_benchmark_disable_still_judges_and_records_nothing_in_stats(project):
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_loader(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
     """)
     out = run(project, "--benchmark-disable", "-v")
     out.assert_outcomes(passed=1)

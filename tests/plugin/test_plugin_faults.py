@@ -94,7 +94,7 @@ def test_a_worker_left_running_by_a_test_is_stopped_and_reported(project):
 
 
         def test_leaks(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
             multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,), daemon=True).start()
         """
     )
@@ -165,13 +165,13 @@ def test_a_ctrl_c_swallowed_by_a_del_still_stops_the_session(project):
 
 
         def test_first(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
             Collected()
             gc.collect()
 
 
         def test_never_reached(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
         """
     )
     out = project.runpytest_inprocess(
@@ -196,7 +196,7 @@ def test_a_damaged_image_read_by_a_worker_shows_perfsuites_message_first(project
             root = materialize(wl, wl.scale("smoke"))
             for image in (root / "images").iterdir():
                 image.write_bytes(b"not a png")
-            perf_run("plugin_tiny", aug="none", num_workers=1)
+            perf_run("plugin_tiny", aug="none", num_workers=1, pin_memory=True, non_blocking=True)
         """
     )
     out = run(project, "-p", "no:randomly")
@@ -241,7 +241,7 @@ def test_a_marker_error_prints_once(project):
 
         @pytest.mark.perf(max_bogus_metric=1)
         def test_a(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
         """
     )
     out = run(project, "--tb=long")

@@ -121,7 +121,7 @@ def test_asking_for_cuda_without_one_fails_rather_than_running_on_the_cpu(projec
         pytest.skip("this machine has CUDA")
     project.makepyfile("""
         def test_on_gpu(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
     """)
     out = project.runpytest_inprocess("-p", "perfsuite", "--perfsuite-device", "cuda")
     out.assert_outcomes(failed=1)

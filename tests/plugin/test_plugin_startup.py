@@ -35,7 +35,7 @@ def test_perf_tests_run_and_are_judged_without_pytest_benchmark(project):
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_loader(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
     """)
     out = run(project, "-p", "no:benchmark", "--perfsuite-report-json", "v.json")
     out.assert_outcomes(passed=1)
@@ -70,10 +70,10 @@ perfsuite.harness.runner.run = _hangs_once
     )
     project.makepyfile("""
         def test_hangs(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=1)
+            perf_run("plugin_tiny", aug="none", num_workers=1, pin_memory=True, non_blocking=True)
 
         def test_next(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
     """)
     out = run(project, "-p", "no:benchmark")
     out.assert_outcomes(failed=1, passed=1)
@@ -127,7 +127,7 @@ HUNG_JOB = """
 
 
     def test_next(perf_run):
-        perf_run("plugin_tiny", aug="none", num_workers=0)
+        perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 """
 
 

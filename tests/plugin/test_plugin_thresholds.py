@@ -15,7 +15,7 @@ def test_a_marked_test_within_its_bounds_passes(project):
 
         @pytest.mark.perf(min_samples_per_s=0.001, max_syncs_per_step=0, amp_engaged=False)
         def test_fast_enough(perf_run):
-            result = perf_run("plugin_tiny", aug="none", num_workers=0)
+            result = perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
             assert result.workload == "plugin_tiny" and result.steps == 5
     """)
     quiet = run(project)
@@ -33,19 +33,19 @@ def test_violations_fail_naming_metric_value_bound_and_cause(project):
 
         @pytest.mark.perf(min_samples_per_s=1e9)
         def test_slow(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 
         @pytest.mark.perf(max_data_wait_frac=0.0)
         def test_data_bound(perf_run):
-            perf_run("plugin_tiny", aug="cpu", num_workers=0)
+            perf_run("plugin_tiny", aug="cpu", num_workers=0, pin_memory=True, non_blocking=True)
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_syncs(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, log_interval=1)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, log_interval=1)
 
         @pytest.mark.perf(amp_engaged=True)
         def test_fp32(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, amp=None)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, amp=None)
     """)
     out = run(project)
     out.assert_outcomes(failed=4)
@@ -53,7 +53,7 @@ def test_violations_fail_naming_metric_value_bound_and_cause(project):
         [
             "*test_slow: slow steps: samples_per_s * < 1000000000 (*",
             "*test_data_bound: data-bound: data_wait_frac * > 0 (augmentation on CPU workers, num_workers=0*",
-            "*test_syncs: host syncs: syncs_per_step 1 > 0 (*item* at *pipeline.py:*, 1 per step)*",
+            "*test_syncs: host syncs: syncs_per_step 1 > 0 (*item (read) at *pipeline.py:*, 1 per step, fix (read):*",
             "*test_fp32: AMP not engaged: amp_engaged False != True (amp=None: training runs in FP32*",
             "*perfsuite: 4 fail*",
         ]
@@ -66,7 +66,7 @@ def test_only_unavailable_thresholds_skip_with_the_reason(project):
 
         @pytest.mark.perf(min_gpu_util=0.85)
         def test_gpu_only(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, device="cpu")
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, device="cpu")
     """)
     out = run(project, "-rs")
     out.assert_outcomes(skipped=1)
@@ -85,11 +85,11 @@ def test_unavailable_bounds_are_reported_while_the_others_decide(project):
 
         @pytest.mark.perf(min_gpu_util=0.85, max_syncs_per_step=0)
         def test_mixed_pass(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, device="cpu")
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, device="cpu")
 
         @pytest.mark.perf(min_gpu_util=0.85, min_samples_per_s=1e9)
         def test_mixed_fail(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, device="cpu")
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, device="cpu")
     """)
     out = run(project, "--perfsuite-report-md", "perf.md")
     out.assert_outcomes(passed=1, failed=1)
@@ -123,11 +123,11 @@ def test_machine_class_thresholds_from_pyproject_override_the_marker(project):
 
         @pytest.mark.perf(min_samples_per_s=0.001)
         def test_strict_on_cpu(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, log_interval=1)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, log_interval=1)
 
         @pytest.mark.perf(min_samples_per_s=1e9)
         def test_relaxed_on_cpu(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, log_interval=1)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, log_interval=1)
     """)
     out = run(project)
     out.assert_outcomes(passed=1, failed=1)
@@ -172,8 +172,11 @@ def test_knobs_the_device_cannot_run_skip_with_the_reason_and_labels_name_result
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_two_runs(perf_run):
-            perf_run("plugin_tiny", aug="none", num_workers=0, label="quiet")
-            perf_run("plugin_tiny", aug="none", num_workers=0, log_interval=1, label="logging", check=False)
+            perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, label="quiet")
+            perf_run(
+                "plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True, log_interval=1,
+                label="logging", check=False,
+            )
     """)
     out = run(project, "-rs", "-v")
     out.assert_outcomes(skipped=1, passed=1)
@@ -192,7 +195,7 @@ def test_an_injected_fault_is_caught_by_the_same_bounds_and_marked_in_the_result
 
         @pytest.mark.perf(max_syncs_per_step=0)
         def test_quiet_step(perf_run):
-            result = perf_run("plugin_tiny", aug="none", num_workers=0)
+            result = perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
             assert result.notes[-1] == "injected fault: host_read_every_step"
     """)
     out = run(project, "--perfsuite-inject", "host_read_every_step")

@@ -11,7 +11,7 @@ pytest_plugins = ["pytester"]
 
 TEST = """
     def test_tuned(perf_run):
-        result = perf_run("plugin_tiny", aug="none", num_workers={workers})
+        result = perf_run("plugin_tiny", aug="none", num_workers={workers}, pin_memory=True, non_blocking=True)
         assert result.knobs["num_workers"] == {expect}
 """
 

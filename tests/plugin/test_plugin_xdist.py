@@ -16,7 +16,7 @@ SIX = """
     @pytest.mark.perf(max_syncs_per_step=0)
     @pytest.mark.parametrize("n", range(6))
     def test_run(perf_run, n):
-        perf_run("plugin_tiny", aug="none", num_workers=0)
+        perf_run("plugin_tiny", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 
     def test_device_env(request):
         # Where pytest -n put this test, and what CUDA_VISIBLE_DEVICES its worker got.
