@@ -238,9 +238,17 @@ class PerfSession:
         try:
             base = self.store.load(head.fingerprint, rid)
             if base is None:
-                base = self.store.load_any(rid)
-                if base is None:
+                # Timing baselines are per machine: another machine's (a GPU runner's, committed beside this one's)
+                # is no baseline here. --perfsuite-force compares with it anyway.
+                other = self.store.load_any(rid)
+                if other is None or not s.force:
                     self.timing_new.append(rid)
+                    elsewhere = (
+                        f" (one from {other.fingerprint.key()!r} is there: timings from different machines do not "
+                        "compare; --perfsuite-force compares with it anyway)"
+                        if other is not None
+                        else ""
+                    )
                     out.verdicts.append(
                         Verdict(
                             rid,
@@ -249,18 +257,13 @@ class PerfSession:
                             None,
                             None,
                             Outcome.NEW,
-                            f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}",
+                            f"no timing baseline for this machine under {self.store.root / head.fingerprint.key()}"
+                            + elsewhere,
                             unjudged=NO_BASELINE,
                         )
                     )
                     return
-                if not s.force:
-                    raise FingerprintMismatch(
-                        f"{rid}: its baseline {self.store.path_for(base.fingerprint, rid)} was recorded on "
-                        f"{base.fingerprint.key()!r} but this run is {head.fingerprint.key()!r}; timings from "
-                        "different machines do not compare. Record a baseline here with --perfsuite-save "
-                        "(nox -s baseline), or pass --perfsuite-force to compare anyway"
-                    )
+                base = other
             committed = self.exact_store(head).expected(rid) is not None
             runs = (
                 self.store.load_runs(head.fingerprint, rid) if base.fingerprint.key() == head.fingerprint.key() else []
