@@ -194,8 +194,9 @@ class Guard:
         kind = "wall-clock" if clock == "wall" else "CPU-time"
         return (
             f"the machine was busy: other processes took more than {bound:.0%} of the usable CPU in one of the two "
-            f"runs, beyond which {kind} figures are not compared (exact counters still are); rerun on a quiet "
-            "machine, or `perfsuite ab` for interleaved runs"
+            f"runs, beyond which {kind} figures are not compared (exact counters still are); to decide: a quieter "
+            "runner, several base runs (--perfsuite-save --perfsuite-baseline-runs 3), or `perfsuite ab` for "
+            "interleaved runs (more steps will not)"
         )
 
 

@@ -44,7 +44,7 @@ class _WindowIsBare(Probe):
 
 
 def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> None:
-    knobs = Knobs.from_flat(aug="cpu", num_workers=1, log_interval=1, amp="bf16")
+    knobs = Knobs.from_flat(aug="cpu", num_workers=1, log_interval=1, amp="bf16", pin_memory=True, non_blocking=True)
     check = _WindowIsBare()
     result = run(
         RunSpec("gray_classifier", knobs=knobs, steps=3, warmup=1, observe_steps=2), probes=[*all_probes(), check]
