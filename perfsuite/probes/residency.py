@@ -144,7 +144,6 @@ class Residency:
             stack = contextlib.ExitStack()
             stack.enter_context(self._dispatch_mode())
             stack.enter_context(self._function_mode())
-            stack.enter_context(self._modules_run_here())
             self._stack = stack
         try:
             yield
@@ -155,27 +154,6 @@ class Residency:
                 stack.close()
 
     # -- the modes (CPU runs only) -------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _modules_run_here(self) -> Iterator[None]:
-        """Every module whose forward runs in the step lives on the device in a GPU run (the model, the loss, a GPU
-        augmentation, a Kornia transform): moved there at start-up, which a CPU run cannot see. Its parameters and
-        buffers are marked as its forward begins, so ``self.basis.to(x.device)`` inside it is no copy."""
-        from torch.nn.modules.module import register_module_forward_pre_hook
-
-        seen: set[int] = set()
-
-        def mark(module: Any, args: Any) -> None:
-            if id(module) not in seen:
-                seen.add(id(module))
-                for tensor in (*module.parameters(recurse=False), *module.buffers(recurse=False)):
-                    self._on_device[tensor] = True
-
-        handle = register_module_forward_pre_hook(mark)
-        try:
-            yield
-        finally:
-            handle.remove()
 
     def _mark(self, value: Any) -> None:
         """Mark a tensor, or the tensors of a list/tuple (an op's outputs, a foreach op's arguments)."""

@@ -257,9 +257,11 @@ def test_jitter_factors_follow_their_definitions():
     assert not torch.allclose(turned, x)
 
 
-def _syncs(fn) -> float:
+def _syncs(fn, module=None) -> float:  # type: ignore[no-untyped-def]
+    """``fn``'s syncs in one observed step; ``module``: the GPU augmentation, on the device as a pipeline's is."""
     probe = SyncProbe()
-    probe.setup(SimpleNamespace(device="cpu", observe_steps=1))
+    pipeline = SimpleNamespace(model=None, gpu_augment=module, batch_mix=None)
+    probe.setup(SimpleNamespace(device="cpu", observe_steps=1, pipeline=pipeline))
     with probe.observe():
         fn()
     probe.stop()
@@ -278,7 +280,7 @@ def test_forward_forces_no_host_sync(kind, channels):
     recipe = Recipe(flip=Flip(pairs=((4, 5), (6, 7), (8, 9)))).with_p(**{name: 0.5 for name in OPS})
     aug = GpuAugment(recipe, kind)
     target = {"mask": masks(), "keypoints": POINTS.clone(), "none": None}[kind]
-    _syncs(lambda: aug(images(c=channels), target))
+    _syncs(lambda: aug(images(c=channels), target), module=aug)
 
 
 @pytest.mark.slow
