@@ -206,20 +206,16 @@ def perf(session: nox.Session) -> None:
     """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
     python = install(session)
     rerun = " ".join(["nox -s perf --", *session.posargs, "--perfsuite-update-exact"])
-    session.run(  # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
-        python,
-        "-m",
-        "pytest",
-        "tests/perf",
-        "-p",
-        "perfsuite",
-        "-rs",
-        "--perfsuite-compare",
-        *session.posargs,
-        env=activated(python, **{UPDATE_EXACT: rerun}),
-        external=True,
-    )
+    # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
+    run_suite(session, python, "-rs", "--perfsuite-compare", env=activated(python, **{UPDATE_EXACT: rerun}))
     session.log(f"perfsuite is installed in {VENV}: `source {ACTIVATE}` puts it on PATH")
+
+
+def run_suite(session: nox.Session, python: str, *flags: str, env: dict[str, str]) -> None:
+    """The reference suite (tests/perf under the perfsuite plugin) in the checkout's environment."""
+    session.run(
+        python, "-m", "pytest", "tests/perf", "-p", "perfsuite", *flags, *session.posargs, env=env, external=True
+    )
 
 
 @nox.session(venv_backend="none", default=False)
@@ -232,18 +228,7 @@ def baseline(session: nox.Session) -> None:
         if arg.startswith("--perfsuite-baseline-runs"):
             runs = int(arg.split("=", 1)[1] if "=" in arg else session.posargs[i + 1])
     for _ in range(runs):
-        session.run(
-            python,
-            "-m",
-            "pytest",
-            "tests/perf",
-            "-p",
-            "perfsuite",
-            "--perfsuite-save",
-            *session.posargs,
-            env=activated(python),
-            external=True,
-        )
+        run_suite(session, python, "--perfsuite-save", env=activated(python))
 
 
 @nox.session(venv_backend="none", default=False)
