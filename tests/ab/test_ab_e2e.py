@@ -61,7 +61,7 @@ import pytest
 
 @pytest.mark.perf(max_syncs_per_step=1)
 def test_tiny(perf_run):
-    perf_run("tiny_ab", aug="none", num_workers=0)
+    perf_run("tiny_ab", aug="none", num_workers=0, pin_memory=True, non_blocking=True)
 """
 
 
@@ -138,7 +138,7 @@ def test_ab_names_the_new_sync_and_exits_1(tiny_repo: Path, tmp_path: Path, caps
     syncs = [v for v in test["exact"] if v["metric"] == "syncs_per_step"]
     assert len(syncs) == 1 and syncs[0]["outcome"] == "regressed"
     assert (syncs[0]["base"], syncs[0]["head"]) == (0, 1)
-    assert "Tensor.item at" in syncs[0]["message"] and "tiny_workload.py:" in syncs[0]["message"]
+    assert "Tensor.item (read) at" in syncs[0]["message"] and "tiny_workload.py:" in syncs[0]["message"]
     assert data["runs"] == 4 and data["rounds"] == 1 and data["orders"][0] in ("ABBA", "BAAB")
     assert "syncs_per_step 0 -> 1 (exact): Tensor.item at" in md.read_text()
     assert test["step_ms_per_sample"]["outcome"] == "unknown"  # one round cannot decide a timing

@@ -88,7 +88,7 @@ def test_bisect_finds_the_commit_that_added_a_sync_and_names_its_line(repo, tmp_
     assert out.returncode == 0, out.stdout + out.stderr
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith(f"first changed: {shas[10][:12]} 'commit 11'"), last
-    assert "Tensor.item at train.py:" in last and "(new)" in last, last
+    assert "Tensor.item (read) at train.py:" in last and "(new)" in last, last
     runs = json.loads(state.read_text())["values"]
     assert len(runs) <= 6, f"{len(runs)} runs for 15 commits: one run per commit, binary search"
     assert len(list((tmp_path / "h").rglob("*.json"))) == len(runs)  # every run recorded in the history

@@ -82,7 +82,7 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
     assert len({r.stdout for r in runs}) == 1  # the same verdicts, in the same order, whatever the hash seed
     verdicts = json.loads(runs[0].stdout)["results"]
     (syncs,) = [v for v in verdicts if v["metric"] == "syncs_per_step"]
-    named = f"Tensor.cpu at {script}:{new_line} +1/step (new)"
+    named = f"Tensor.cpu (device-to-host copy) at {script}:{new_line} +1/step (new)"
     # on a busy machine the step time measured follows, unjudged (issue 45 item 3)
     assert syncs["message"].split("; step time x")[0].endswith(f"(exact): {named}"), syncs["message"]
     assert syncs["cause"] == f"host syncs: {named}"
