@@ -62,7 +62,7 @@ def test_bound_by_min_input_efficiency():
 
 
 def _run(sol_steps):
-    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=2, device="cpu")
+    knobs = Knobs.from_flat(aug="none", num_workers=0, log_interval=2, device="cpu", pin_memory=True, non_blocking=True)
     return run(
         RunSpec("gray_classifier", knobs=knobs, steps=4, warmup=1, observe_steps=4, sol_steps=sol_steps),
         probes=[SyncProbe()],
