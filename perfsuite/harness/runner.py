@@ -125,12 +125,10 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     import torch
 
     from perfsuite.harness.pipeline import BatchStream, build_pipeline
-    from perfsuite.harness.worker_tmp import share_temp_dir
     from perfsuite.jobs.contract import Job, bind
     from perfsuite.jobs.script import Script
     from perfsuite.jobs.workload import Scale
 
-    share_temp_dir()  # forked loader workers use this process's pymp-* folder, removed at its exit
     target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)
     if isinstance(target, Script):  # a user's script, run unchanged: its own loop drives the same phases
