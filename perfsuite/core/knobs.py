@@ -219,6 +219,9 @@ class Knobs:
 # Knobs a CPU run turns off (they only change what CUDA does), and those it keeps because perfsuite models them.
 CUDA_ONLY = ("tf32", "cudnn_benchmark")
 MODELLED_ON_CPU = ("pin_memory", "non_blocking")
+# The copy the seeds' fix makes (seed 000): batches pinned by the DataLoader and copied with non_blocking=True,
+# the one host-to-device copy that makes the host wait for nothing on CUDA (docs/syncs.md).
+PINNED_COPIES = {"pin_memory": True, "non_blocking": True}
 
 
 def resolve_for_device(knobs: Knobs, cuda_available: bool) -> tuple[Knobs, list[str]]:

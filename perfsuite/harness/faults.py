@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from perfsuite.core.knobs import Knobs
+from perfsuite.core.knobs import PINNED_COPIES, Knobs
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.loader_faults import decode_4x, heavy_collate, list_collate
 
@@ -137,7 +137,7 @@ REFERENCES: dict[str, Reference] = {
         Reference(
             "ddp",
             "face_parsing",
-            {"aug": "none", "num_workers": 0},
+            {"aug": "none", "num_workers": 0, **PINNED_COPIES},
             steps=12,
             warmup=1,
             observe_steps=1,
@@ -149,7 +149,7 @@ REFERENCES: dict[str, Reference] = {
         Reference(
             "ddp_loader",
             "face_parsing",
-            {"aug": "none", "num_workers": 1, "persistent_workers": True, "prefetch_factor": 2},
+            {"aug": "none", "num_workers": 1, "persistent_workers": True, "prefetch_factor": 2, **PINNED_COPIES},
             steps=6,
             warmup=1,
             observe_steps=0,

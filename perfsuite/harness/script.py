@@ -45,6 +45,7 @@ import signal
 import sys
 import time
 import traceback
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ from typing import Any
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import ScriptStop
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
+from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
 from perfsuite.harness.observation import period_steps_for
 from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
@@ -123,6 +125,7 @@ class _ScriptSource:
         self._pick: LossPick | None = None  # several candidate loss modules: chosen over the warm-up
         self._bound: Any = None
         self._ctx: RunContext | None = None
+        self._iterators: list[weakref.ref[Any]] = []  # every DataLoader iterator the script made (close stops them)
 
     # -- the loader hook ------------------------------------------------------------------------------------
 
@@ -139,14 +142,19 @@ class _ScriptSource:
                 if self.training is None and self._phase() == SETUP and self._chosen(loader):
                     self.training = loader
         if loader is not self.training:
-            return make()
+            return self._made_iterator(make())
         if self._phase() == DONE:  # the script caught the stop and iterates again: stop it again, start no workers
             return _Marked(iter(()), self)
         t0, c0 = time.perf_counter(), time.thread_time()
-        it = make()
+        it = self._made_iterator(make())
         self._made = (time.perf_counter() - t0, time.thread_time() - c0)
         self.epochs += 1
         return _Marked(it, self)
+
+    def _made_iterator(self, it: Any) -> Any:
+        with contextlib.suppress(TypeError):  # an iterator that takes no weak reference has no workers to stop
+            self._iterators.append(weakref.ref(it))
+        return it
 
     def _phase(self) -> str:
         return self.driver.phase if self.driver is not None else SETUP
@@ -241,10 +249,21 @@ class _ScriptSource:
                 info.ignore_index = self._bound.job.ignore_index
 
     def close(self) -> None:
-        """However the run ended: no loss-module hook left behind."""
+        """However the run ended: no loss-module hook left behind, and no DataLoader worker left running.
+
+        The script was stopped inside its epoch, its workers still running. Left to interpreter exit,
+        multiprocessing terminates them, and each leaves its socket folder (``$TMPDIR/pymp-*``) behind; stopped
+        here, through torch's own shutdown, they exit as they would at an epoch's end and remove it."""
         if self._pick is not None:
             self._pick.close()
             self._pick = None
+        iterators, self._iterators = [ref() for ref in self._iterators], []
+        for it in iterators:
+            if it is not None:
+                workers.shutdown_iterator(it)
+        for loader in (self.training, *self.loaders):
+            if loader is not None:
+                workers.shutdown_loader(loader)
 
     def describe_loader(self) -> str:
         loader = self.training

@@ -140,7 +140,7 @@ def test_ab_names_the_new_sync_and_exits_1(tiny_repo: Path, tmp_path: Path, caps
     assert (syncs[0]["base"], syncs[0]["head"]) == (0, 1)
     assert "Tensor.item (read) at" in syncs[0]["message"] and "tiny_workload.py:" in syncs[0]["message"]
     assert data["runs"] == 4 and data["rounds"] == 1 and data["orders"][0] in ("ABBA", "BAAB")
-    assert "syncs_per_step 0 -> 1 (exact): Tensor.item at" in md.read_text()
+    assert "syncs_per_step 0 -> 1 (exact): Tensor.item (read) at" in md.read_text()
     assert test["step_ms_per_sample"]["outcome"] == "unknown"  # one round cannot decide a timing
     # the worktrees are gone
     listed = subprocess.run(["git", "-C", str(tiny_repo), "worktree", "list"], capture_output=True, text=True).stdout

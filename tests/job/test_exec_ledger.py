@@ -114,11 +114,23 @@ def rows(out: str, name: str) -> list[str]:
     return [line for line in out.splitlines() if f"| {name} |" in line]
 
 
+def test_the_4x_decode_is_an_exact_finding_at_its_stage(runs, capsys):
+    """The upsampling's calls are counted, at their stage, whatever the load (issue 45: counters have sites)."""
+    code = main(["compare", str(runs["base"]), str(runs["decode"])])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    (row,) = rows(out, "loader_calls_per_sample")
+    assert "**regressed**" in row and "(exact)" in row, row
+    assert "__getitem__: PIL.Image.Image.resize 0 -> 2 calls/sample" in row, row
+
+
 @pytest.mark.parametrize("head,stage", [("decode", "__getitem__"), ("collate", "collate_fn")])
-def test_compare_exits_1_naming_the_loader_stage(runs, head, stage, capsys):
-    assert main(["compare", str(runs["base"]), str(runs[head])]) == 1
+def test_compare_names_the_loader_stage_that_costs_more_cpu(runs, head, stage, capsys):
+    main(["compare", str(runs["base"]), str(runs[head])])
     out = capsys.readouterr().out
     (row,) = rows(out, "loader_cpu_ms_per_sample")
+    if "not judged: " in row and "bound 75%" in row:  # judge/contention.py: CPU time abstains beyond CPU_BOUND
+        pytest.skip(f"this machine was too busy for a CPU-time verdict, as designed: {row.split('<br>', 1)[1][:200]}")
     assert "**regressed**" in row, out
     assert stage in row.split("by stage: ", 1)[1], row
     assert "python " in row.split("|")[1] or "python " in out  # the test is named by the command that was run
@@ -127,8 +139,9 @@ def test_compare_exits_1_naming_the_loader_stage(runs, head, stage, capsys):
 def test_num_workers_0_is_caught_with_the_scripts_flag_named(runs, capsys):
     assert main(["compare", str(runs["base"]), str(runs["serial"])]) == 1
     out = capsys.readouterr().out
-    (row,) = rows(out, "main_load_ms_per_step")
-    assert "**regressed**" in row and "num_workers 2 -> 0" in row, out  # the recorded knob change, named
+    (row,) = rows(out, "num_workers")  # the setting itself, exact: issue 45
+    assert "**regressed**" in row and "train.py:" in row and "DataLoader(num_workers=2 -> 0)" in row, out
+    assert "measured beside it: main_load_ms_per_step" in row, row  # with what it cost, judged or not
 
 
 def test_two_unchanged_runs_exit_0(runs, capsys):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.cli.main import main
+from perfsuite.probes.synckinds import KIND_ROW, SyncKind
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +86,8 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
     named = f"Tensor.cpu (device-to-host copy) at {script}:{new_line} +1/step (new)"
     # on a busy machine the step time measured follows, unjudged (issue 45 item 3)
     assert syncs["message"].split("; step time x")[0].endswith(f"(exact): {named}"), syncs["message"]
-    assert syncs["cause"] == f"host syncs: {named}"
+    # the cause names the line, then the kind's fix (probes/synckinds.py)
+    assert syncs["cause"] == f"host syncs: {named}, fix (device-to-host copy): {KIND_ROW[SyncKind.DEVICE_TO_HOST].fix}"
     markdown = compare(tmp_path / "base.json", tmp_path / "head.json", seed="4")
     assert markdown.returncode == 1 and named in markdown.stdout
     moved = [f"{script}:{n}" for n in range(1, len(lines) + 1) if n != new_line]

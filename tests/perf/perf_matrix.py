@@ -11,6 +11,8 @@ makes them meaningful. Timings are judged against stored baselines with
 
 from __future__ import annotations
 
+from perfsuite.core.knobs import PINNED_COPIES
+
 WORKLOADS = ("face_parsing", "captcha_slider", "super_resolution", "gray_classifier")
 SMALLEST = "gray_classifier"  # the compile case: torch.compile on two CPU cores takes about a minute
 
@@ -20,7 +22,6 @@ def workers(scale: str) -> int:
     return 2 if scale == "smoke" else 8
 
 
-# The copy the seeds' fix makes (seed 000): batches pinned by the DataLoader and copied with non_blocking=True,
-# the one host-to-device copy that makes the host wait for nothing (docs/syncs.md). Tests whose subject is not
-# the copy use it, so that their max_syncs_per_step=0 holds on CUDA as it does on a CPU run.
-PINNED = {"pin_memory": True, "non_blocking": True}
+# Tests whose subject is not the copy make the seeds' pinned copy (perfsuite.core.knobs.PINNED_COPIES), so that
+# their max_syncs_per_step=0 holds on CUDA as it does on a CPU run.
+PINNED = PINNED_COPIES
