@@ -276,6 +276,7 @@ def test_every_recorded_site_in_this_repository_still_holds_its_call() -> None:
         ("perfsuite/harness/pipeline.py:1", "the line holds"),
     ],
 )
+@pytest.mark.slow
 def test_the_table_check_and_rewrite_fail_when_a_recorded_site_and_the_code_disagree(
     tmp_path, capsys, site, words
 ) -> None:

@@ -43,6 +43,7 @@ def test_compiled_window_runs_compiled_graphs_and_a_recompile_shows_in_recompile
     assert result.metric("samples_per_s").detail["samples"] == 16 + 40 + 40 + 16
 
 
+@pytest.mark.slow
 def test_an_eager_window_calls_no_compiled_graph() -> None:
     """The other side: the instrument does not see compiled graphs where there are none."""
     watch = WindowProfile()

@@ -46,6 +46,7 @@ def _run(job, steps=3, **job_knobs):
     return run(RunSpec(job, steps=steps, warmup=1, observe_steps=2, job_knobs=job_knobs, period_steps=0))
 
 
+@pytest.mark.slow
 def test_user_step_shows_its_own_sync_site_and_loader(example, faces):
     result = _run(example[0].face_job(faces, "cpu", "cpu", workers=2), steps=4)
     sites = result.metric("syncs_per_step").detail["sites"]
@@ -62,6 +63,7 @@ def test_user_step_shows_its_own_sync_site_and_loader(example, faces):
     assert perfsuite.Result.from_json(result.to_json()).knob_sources == result.knob_sources
 
 
+@pytest.mark.slow
 def test_label_probe_checks_the_users_targets(example, faces):
     ok = _run(example[0].face_job(faces, "cpu", "gpu", workers=0))
     labels = ok.metric("label_violations")
@@ -74,6 +76,7 @@ def test_label_probe_checks_the_users_targets(example, faces):
     assert bad.value > 0 and bad.detail["out_of_set"] == bad.value
 
 
+@pytest.mark.slow
 def test_no_criterion_means_unavailable_never_zero(example, faces):
     job = example[0].face_job(faces, "cpu", "cpu", workers=0)
     job.criterion = None
@@ -81,6 +84,7 @@ def test_no_criterion_means_unavailable_never_zero(example, faces):
     assert not metric.available and "criterion" in metric.reason
 
 
+@pytest.mark.slow
 def test_a_step_that_never_calls_the_criterion_is_unchecked(example, faces):
     job = example[0].face_job(faces, "cpu", "cpu", workers=0)
     job.criterion = torch.nn.CrossEntropyLoss()  # declared, but the step calls its own

@@ -66,6 +66,7 @@ def run_script(argv: list[str], steps: int = 4, **script: object) -> perfsuite.R
     return perfsuite.run(spec)
 
 
+@pytest.mark.slow
 def test_exec_runs_the_guides_train_py_unchanged_with_its_sync_at_its_own_line(faces, tmp_path, capsys):
     out = tmp_path / "result.json"
     argv = ["exec", "--steps", "4", "--warmup", "1", "--observe-steps", "1", "--out", str(out), "--num-classes", "11"]
@@ -135,6 +136,7 @@ def test_a_read_every_10_steps_is_0_1_per_step_whatever_steps_is(digits, steps):
     assert [(s["per_step"], s["every"], s["seen"]) for s in tolist] == [(0.1, 10, "every 10 steps")]
 
 
+@pytest.mark.slow
 def test_loader_picks_the_training_loader_by_its_datasets_class_and_ordinal(digits):
     script = DIGITS / "train_digits.py"
     argv = [str(script), "--data", str(digits), "--epochs", "20", "--workers", "2"]

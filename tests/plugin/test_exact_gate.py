@@ -44,6 +44,7 @@ def test_timing_baselines_elsewhere_never_move_the_committed_exact_file_nor_the_
     assert "no committed exact values" not in out.stdout.str()
 
 
+@pytest.mark.slow
 def test_stale_entries_are_reported_and_update_exact_removes_them(project):
     project.makepyfile(TEST)
     run(project, "--perfsuite-update-exact").assert_outcomes(passed=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from perfsuite_pytester import FAST
 
 pytest_plugins = ["pytester"]
@@ -11,6 +12,7 @@ pytest_plugins = ["pytester"]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_workload"
 
 
+@pytest.mark.slow
 def test_the_example_workload_runs_saves_and_compares(project, tmp_path):
     stored = tmp_path / "baselines"
     args = (

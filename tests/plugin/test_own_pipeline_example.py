@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from perfsuite_pytester import FAST
 
 pytest_plugins = ["pytester"]
@@ -31,6 +32,7 @@ def test_the_users_code_does_not_import_perfsuite_and_the_glue_is_short():
     assert sum(_code_lines(EXAMPLE / name) for name in EXEC_GLUE) <= 8  # imports, the path, the marker, one call
 
 
+@pytest.mark.slow
 def test_the_example_passes_under_the_plugin(project, monkeypatch):
     from perfsuite.jobs import registry as job
 

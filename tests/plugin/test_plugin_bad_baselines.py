@@ -85,6 +85,7 @@ def test_a_malformed_baseline_fails_its_test_naming_file_and_field_and_keeps_oth
     assert path.read_bytes() == broken  # comparing alone never rewrites it
 
 
+@pytest.mark.slow
 def test_compare_with_save_replaces_a_malformed_baseline(project):
     project.makepyfile(TEST)
     run(project, "--perfsuite-save").assert_outcomes(passed=1)

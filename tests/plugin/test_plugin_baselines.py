@@ -25,6 +25,7 @@ TEST = """
 """
 
 
+@pytest.mark.slow
 def test_save_then_compare_round_trips_and_only_saving_writes(project):
     project.makepyfile(TEST)
     missing = run(project, "--perfsuite-compare")
@@ -111,6 +112,7 @@ def test_a_regression_against_the_baseline_fails_with_the_cause(project, monkeyp
     )
 
 
+@pytest.mark.slow
 def test_a_baseline_from_another_machine_is_no_baseline_here_unless_forced(project):
     """Timing baselines are per machine, and a repository may commit several (a GPU runner's beside a CPU's):
     another machine's is not compared with, and says so; --perfsuite-force compares with it."""
@@ -138,6 +140,7 @@ def test_a_baseline_from_another_machine_is_no_baseline_here_unless_forced(proje
     assert "first run on this machine" not in summary and "0 tests with no timing baseline" in summary
 
 
+@pytest.mark.slow
 def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
     project.makepyfile(TEST)
     run(project, "--perfsuite-save").assert_outcomes(passed=1)
@@ -149,6 +152,7 @@ def test_a_corrupt_baseline_is_an_error_naming_the_file(project):
     assert path.read_text(encoding="utf-8") == "{ not json"  # left for a person to look at
 
 
+@pytest.mark.slow
 def test_baselines_option_and_pyproject_pick_the_directory(project):
     project.makepyfile(TEST)
     project.path.joinpath("pyproject.toml").write_text('[tool.perfsuite]\nbaselines = "perf/stored"\n')
@@ -158,6 +162,7 @@ def test_baselines_option_and_pyproject_pick_the_directory(project):
     assert len(list((project.path / "elsewhere").rglob("*.json"))) == 1
 
 
+@pytest.mark.slow
 def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_asked(project):
     """The exact gate: held on every machine, an improvement fails too, with the command that updates it."""
     project.makepyfile(TEST)
@@ -201,6 +206,7 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
         ("print_loss", "*host syncs: syncs_per_step 0 -> 1 (exact, *)*__format__ (read) at *faults.py:*, 1 per step*"),
     ],
 )
+@pytest.mark.slow
 def test_a_work_changing_fault_fails_against_the_committed_exact_values(project, fault, evidence):
     project.makepyfile(TEST.replace("max_syncs_per_step=0", ""))
     run(project, "--perfsuite-update-exact").assert_outcomes(passed=1)

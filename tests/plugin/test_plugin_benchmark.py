@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from perfsuite_pytester import read_json, run
 
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.slow
 def test_benchmark_json_holds_step_times_as_stats_and_our_summary_as_extra_info(project, monkeypatch):
     project.makepyfile("""
         import pytest

@@ -269,6 +269,7 @@ def test_a_skip_before_any_run_leaves_no_benchmark_warning(project):
     assert "PytestBenchmarkWarning" not in out.stdout.str()
 
 
+@pytest.mark.slow
 def test_summary_line_counts_an_unreadable_baseline_as_an_error(project):
     """Before: "1 new, 1 pass" although the test failed."""
     project.makepyfile("def test_x(perf_run):\n    perf_run('plugin_tiny', aug='none', num_workers=0)\n")

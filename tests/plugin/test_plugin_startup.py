@@ -131,6 +131,7 @@ HUNG_JOB = """
 """
 
 
+@pytest.mark.slow
 def test_a_real_hung_worker_fails_within_the_deadline_with_stacks_and_the_session_goes_on(project):
     """The real runner and watchdog (no stand-in): a worker stuck in __getitem__ and the same in-process."""
     project.makepyfile(HUNG_JOB)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from perfsuite_pytester import run
 
 pytest_plugins = ["pytester"]
@@ -27,6 +28,7 @@ def test_a_marked_test_within_its_bounds_passes(project):
     )
 
 
+@pytest.mark.slow
 def test_violations_fail_naming_metric_value_bound_and_cause(project):
     project.makepyfile("""
         import pytest

@@ -31,6 +31,7 @@ def test_a_bad_knob_override_is_a_usage_error(project):
     out.stderr.fnmatch_lines(["*--perfsuite-knob 'amp=bf16': write NAME=VALUE with NAME one of num_workers*"])
 
 
+@pytest.mark.slow
 def test_a_failing_bound_names_the_tuned_knob_the_run_no_longer_has(project):
     """The bound cannot pass (1e9 samples/s): the point is what the failure says about the knobs."""
     write_thresholds(

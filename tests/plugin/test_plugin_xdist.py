@@ -47,6 +47,7 @@ def test_n2_writes_one_report_with_every_test_and_one_summary(project: pytest.Py
     assert set(envs.values()) <= {"5", "7"} and envs  # worker k got entry k of the list
 
 
+@pytest.mark.slow
 def test_more_workers_than_gpus_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makepyfile(SIX)
     out = _run_n2(project, "--perfsuite-worker-gpus", "3")

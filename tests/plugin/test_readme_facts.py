@@ -16,6 +16,7 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_results_for_compare_come_from_a_save_into_another_directory(project, capsys):
     """docs/cli.md: `--perfsuite-save --perfsuite-baselines=results` writes what `perfsuite compare` takes."""
     project.makepyfile("def test_x(perf_run):\n    perf_run('plugin_tiny', aug='none', num_workers=0)\n")

@@ -64,17 +64,20 @@ def test_correct_swap_passes():
     check_paired_augmentation(flip_with_swap, num_classes=19, flip_pairs=PAIRS, photometric=False)
 
 
+@pytest.mark.slow
 def test_flip_without_swap_is_caught():
     err = _caught(lambda x, m: flip_with_swap(x, m, swap=False), "missing swap", flip_pairs=PAIRS, photometric=False)
     assert "forgot the label swap" in str(err)
 
 
+@pytest.mark.slow
 def test_swap_without_flip_is_caught():
     swap_only = lambda x, m: flip_with_swap(x, m, flip=False)  # noqa: E731
     err = _caught(swap_only, "swap without flip", flip_pairs=PAIRS, photometric=False)
     assert "without a flip" in str(err)
 
 
+@pytest.mark.slow
 def test_correct_swap_was_refused_before_declaring():
     """Issue 13's report: without flip_pairs, the correct swap reads as an invented label."""
     with pytest.raises(PropertyViolation, match="appeared"):

@@ -121,6 +121,7 @@ def jittered_crop(x, m, mask_shift=0):
     return xo * 0.8, mo  # brightness x0.8: one colour per label still, none of them the palette's
 
 
+@pytest.mark.slow
 def test_crop_one_pixel_off_is_caught_where_the_advice_leads():
     """Issue 24: the size-change message must lead to a configuration that catches a mask window one pixel off,
     with the default photometric=True and under jitter (an exact copy is compared at every pixel)."""

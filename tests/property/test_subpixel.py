@@ -55,6 +55,7 @@ def _caught(fn, **kw) -> PropertyViolation:
     return err
 
 
+@pytest.mark.slow
 def test_rotation_sampled_half_a_pixel_off_is_caught():
     err = _caught(lambda x, m: rotate(x, m, image_align_corners=True), same_size=True)
     assert "align_corners" in str(err) and "scale/rotation difference" in str(err)
@@ -117,6 +118,7 @@ def test_correct_resizes_at_other_factors_pass(factor):
     _check(lambda x, m: resize(x, m, factor), min_side=64, max_side=96)
 
 
+@pytest.mark.slow
 def test_mask_one_pixel_off_is_caught():
     err = _caught(lambda x, m: resize(x, m, 1.5, mask_shift=1))
     assert "translation of" in str(err)
@@ -168,6 +170,7 @@ def test_an_align_corners_mismatch_at_2x_leaves_nothing_to_fix():
     assert (predicted == out.masks[0]).all()
 
 
+@pytest.mark.slow
 def test_real_face_masks():
     """face_parsing's 128-px masks, four batches: the correct 2x resize and rotation pass, the half-pixel rotation
     and a mask one pixel off are caught (at 96 px a face has too few regions of 48 px to judge the rotation)."""

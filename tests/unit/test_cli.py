@@ -20,6 +20,7 @@ def test_list_names_every_workload_with_both_scales(capsys: pytest.CaptureFixtur
     assert all(set(r["scales"]) == {"smoke", "full"} for r in rows if r["name"] != "plugin_tiny")
 
 
+@pytest.mark.slow
 def test_run_json_is_a_result_with_metrics_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [

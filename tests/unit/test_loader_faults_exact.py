@@ -53,11 +53,13 @@ def base_for(bases: dict[tuple[str, str], Result], workload: str, aug: str) -> R
     return bases[(workload, aug)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("workload", "aug"), [("gray_classifier", "none"), ("face_parsing", "cpu")])
 def test_an_unchanged_loader_counted_again_fails_nothing(bases, workload, aug) -> None:
     assert exact_failures(base_for(bases, workload, aug), counted(workload, aug)) == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", sorted(EXACT_FAULTS))
 def test_each_planted_fault_is_caught_exactly_with_its_stage_and_callable(bases, fault) -> None:
     mutation, stage, callable_, metric = EXACT_FAULTS[fault]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from perfsuite.core import metrics
@@ -43,6 +44,7 @@ class _WindowIsBare(Probe):
         self.modes = (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())
 
 
+@pytest.mark.slow
 def test_a_cpu_run_reports_every_probe_metric_and_round_trips_through_json() -> None:
     knobs = Knobs.from_flat(aug="cpu", num_workers=1, log_interval=1, amp="bf16", pin_memory=True, non_blocking=True)
     check = _WindowIsBare()

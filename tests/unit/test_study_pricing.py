@@ -60,6 +60,7 @@ def test_between_runs_priced_on_kept_runs(study: Any) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_shipped_default_priced_per_cell(study: Any) -> None:
     """The shipped rule's table: k = 3 base runs, and one base run decided only beyond its own spread (x1.3 here:
     the runs' steps barely scatter around their epoch starts)."""
