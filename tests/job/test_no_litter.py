@@ -42,9 +42,10 @@ def test_a_two_rank_run_leaves_no_folder_in_a_fresh_tmpdir(tmp_path: Path) -> No
     assert left_in(tmp) == [], f"left in TMPDIR: {left_in(tmp)}"
 
 
-# Run as a subprocess of a pytest-xdist worker, exec hangs at an epoch's start, its DataLoader workers and its
-# main thread each waiting on the other's queue: with or without the shutdown this tests (2026-11-27, 5 of 5 tries),
-# never from a shell (18 of 18) or plain pytest. Not understood yet; `pytest -p no:xdist -m slow` runs it.
+# Under pytest-xdist this test's exec hangs at an epoch's start, its DataLoader workers and its main thread each
+# waiting on the other's queue: with or without the shutdown it tests (2026-11-27, 5 of 5 tries). The same command
+# on the same dataset never hung from a shell, under plain pytest, or from a minimal test under `-n 2`. Not
+# understood yet (the closing note of 2026-11-27 has what was ruled out); `pytest -p no:xdist -m slow` runs it.
 @pytest.mark.slow
 @pytest.mark.skipif(
     "PYTEST_XDIST_WORKER" in os.environ, reason="exec as a subprocess of an xdist worker hangs (see the comment above)"
