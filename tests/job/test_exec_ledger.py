@@ -81,6 +81,10 @@ def runs(tmp_path_factory):
 
     def exec_run(out: str, script: Path, workers: int = 2) -> Path:
         path = root / f"{out}.json"
+        # Each copy's own modules: an earlier test in this process may have imported the example's facedata
+        # (its folder on sys.path), and a script run in-process would reuse it in place of the planted copy.
+        for name in (Path(file).stem for file in FILES):
+            sys.modules.pop(name, None)
         argv = ["exec", "--steps", "20", "--warmup", "3", "--observe-steps", "1", "--period-steps", "0"]
         command = ["python", str(script), "--data", data, "--epochs", "10", "--workers", str(workers)]
         assert main([*argv, "--out", str(path), "--", *command]) == 0
