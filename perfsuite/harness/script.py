@@ -258,12 +258,9 @@ class _ScriptSource:
             self._pick.close()
             self._pick = None
         iterators, self._iterators = [ref() for ref in self._iterators], []
-        for it in iterators:
+        for it in iterators:  # a persistent loader's iterator is among them: DataLoader.__iter__ returns it
             if it is not None:
                 workers.shutdown_iterator(it)
-        for loader in (self.training, *self.loaders):
-            if loader is not None:
-                workers.shutdown_loader(loader)
 
     def describe_loader(self) -> str:
         loader = self.training
