@@ -17,7 +17,21 @@ from typing import NoReturn
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
 # The subcommands, in the order --help lists them: each names its module in perfsuite.cli.
-COMMANDS = ("list", "run", "exec", "check", "compare", "accept", "ab", "doctor", "tune", "monitor", "history", "bisect")
+COMMANDS = (
+    "list",
+    "run",
+    "exec",
+    "check",
+    "compare",
+    "accept",
+    "ab",
+    "doctor",
+    "tune",
+    "monitor",
+    "history",
+    "bisect",
+    "demand",
+)
 
 
 def version() -> str:

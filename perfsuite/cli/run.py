@@ -38,6 +38,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the Result (with --repeat K, a baseline file of the K runs) as JSON to FILE, for perfsuite compare",
     )
+    gpu = p.add_argument_group("starvation on a GPU runner, predicted from this run (docs/gpu.md)")
+    gpu.add_argument(
+        "--loader-only",
+        action="store_true",
+        help="measure the loader alone: the window's steps take their batches and run nothing (no copy, no model), "
+        "so its workers' CPU per sample is what they supply, without waiting on a slow CPU step",
+    )
+    gpu.add_argument(
+        "--predict-for",
+        metavar="RUNNER",
+        help="predict input efficiency on that GPU runner (e.g. nvidia-h200): this run's loader supply, scaled to "
+        "the runner's host, against the runner's recorded demand (baselines/demand/RUNNER.json)",
+    )
+    gpu.add_argument(
+        "--demand-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the runners' demand files are (default: baselines/demand under the project's root)",
+    )
     ranks = p.add_argument_group("ranks (DDP under torchrun; docs/distributed.md)")
     ranks.add_argument(
         "--nproc-per-node",
@@ -91,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, note: Any) -> int:
+    import dataclasses
     from pathlib import Path
 
     from perfsuite.cli.hints import watchdog_from_args
@@ -134,6 +155,9 @@ def _run(args: argparse.Namespace, note: Any) -> int:
             period_steps=period_steps(args.period_steps, args.observe_steps),
             watchdog=watchdog_from_args(args),
         )
+    if args.loader_only:
+        spec = dataclasses.replace(spec, loader_only=True)
+    demand = _demand_for(args)  # before any work: an unknown runner is bad input
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling
 
@@ -153,8 +177,6 @@ def _run(args: argparse.Namespace, note: Any) -> int:
             log=log,
         )
     else:
-        import dataclasses
-
         from perfsuite.cli.progress import phase_progress
 
         runs = []
@@ -164,8 +186,25 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         result = runs[-1]
         if args.out is not None:
             print(f"perfsuite run: wrote {write_runs(args.out, args.workload, runs)}", file=sys.stderr)
+    if demand is not None:
+        from perfsuite.judge.starvation import predict, with_prediction
+
+        result = with_prediction(result, predict(result, demand))
     print(result.to_json() if args.json else format_run(result))
     return 0
+
+
+def _demand_for(args: argparse.Namespace) -> Any:
+    """The runner's demand file named by --predict-for (DemandError, exit 2, if there is none); None without it."""
+    if not args.predict_for:
+        return None
+    if args.nproc_per_node > 1 or args.scaling_rounds:
+        from perfsuite.errors import KnobError
+
+        raise KnobError("--predict-for predicts one process's loader against one GPU: drop --nproc-per-node")
+    from perfsuite.judge.starvation import load_demand
+
+    return load_demand(args.predict_for, args.demand_dir)
 
 
 def write_runs(path: Path, name: str, runs: list[Any]) -> Path:

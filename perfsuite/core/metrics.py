@@ -254,6 +254,33 @@ _builtin(
         tolerance=0.10,
         abs_tol=True,
     ),
+    # Starvation on an asynchronous device (perfsuite.harness.idle) and predicted for a GPU runner
+    # (perfsuite.judge.starvation).
+    MetricSpec(
+        "gpu_idle_frac",
+        "fraction",
+        "timing",
+        "lower",
+        "GPU starved",
+        "runner",
+        "share of the window's device time the GPU had no work because the next batch was not there, from its own "
+        "clock (CUDA events at each step's request and once its batch was in hand); GPU only",
+        samples="gpu_idle",
+        rule="shares",
+        tolerance=0.10,
+    ),
+    MetricSpec(
+        "predicted_input_efficiency",
+        "fraction",
+        "noisy",
+        "higher",
+        "GPU starved (predicted)",
+        "starvation",
+        "input efficiency predicted for a named GPU runner (--predict-for, predict_for=): min(1, this run's loader "
+        "supply scaled to the runner's host / the runner's recorded demand); detail: both sides and the limiting stage",
+        tolerance=0.05,
+        abs_tol=True,
+    ),
     # Loader side.
     MetricSpec(
         "data_wait_frac",

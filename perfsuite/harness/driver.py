@@ -146,6 +146,7 @@ class Driver:
         self._t0 = 0.0  # the current window step's first request
         # the window
         self.clock: StepClock | None = None
+        self.ready: StepClock | None = None  # a device mark once each window step's batch is in hand (harness.idle)
         self.fetch_s: list[float] = []
         self.fetch_cpu_s: list[float] = []
         self.host_s: list[float] = []
@@ -253,6 +254,8 @@ class Driver:
             if pending == "mark":
                 self.host_s.append(t_req - self.step_start_s[-1])
                 self.step_cpu_s.append(self._c_req - self._after_fetch_cpu)
+            assert self.ready is not None
+            self.ready.mark()  # one event on the stream, no sync: the device's clock of when the batch was in hand
             self.step_start_s.append(self._t0)
             self.fetch_s.append(fetched)
             self.fetch_cpu_s.append(cpu)
@@ -285,6 +288,7 @@ class Driver:
         """The first boundary: the job and context from the source, the probes set up, the warm-up begun."""
         self.job, self.ctx = self.source.setup()
         self.clock = StepClock(self.job.device)
+        self.ready = StepClock(self.job.device)
         for probe in self.probes:
             probe.setup(self.ctx)
         self.phase = WARMUP
@@ -433,6 +437,8 @@ class Driver:
             epoch_steps=self.epoch_steps,
             step_start_s=self.step_start_s,
             step_cpu_s=self.step_cpu_s,
+            idle_ms=paired_ms(self.clock, self.ready) if self.ready is not None else [],
+            device_clock="cuda-events" if self.clock.cuda else "host",
         )
         return Recorded(self.job, timings, self.sol_ms, self.last_batch, self.plan)
 

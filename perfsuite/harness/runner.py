@@ -24,6 +24,7 @@ from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
 from perfsuite.harness.driver import Driver, Stop, speed_of_light
+from perfsuite.harness.idle import against_nvml, gpu_idle
 from perfsuite.harness.observation import ObservationPlan
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
@@ -69,6 +70,11 @@ class RunSpec:
     sol_steps: int = 5  # speed-of-light steps after the window (one batch kept on the device); 0: not measured
     target_samples_per_s: float | None = None  # declared demand for loader_headroom (else the speed of light)
     period_steps: int | None = None  # the period scan's length (perfsuite.harness.observation); None: decided per job
+    # The loader alone: each window step takes its batch and does nothing with it (no copy, no model), and no
+    # speed-of-light, period-scan or observed steps run. What the loader supplies on this host, measured apart from
+    # the model's step: on a CPU run a full-scale model would make the workers wait through every step, so their CPU
+    # per sample would grow with the wait (perfsuite.judge.starvation predicts a GPU runner's supply from it).
+    loader_only: bool = False
     # progress(phase, done, total): called at each phase's start and end and per step outside the measured
     # window (never inside it), for a progress display; None: nothing is shown
     progress: Callable[[str, int, int], None] | None = None
@@ -164,6 +170,11 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         if spec.mutate is not None:
             spec.mutate(view)
         job = bind(view.as_job())
+    if spec.loader_only:
+        from dataclasses import replace
+
+        spec = replace(spec, sol_steps=0, observe_steps=0, period_steps=0)
+        notes.append(LOADER_ONLY_NOTE)
     batches = BatchStream(job.loader, on_epoch=job.job.epoch_start)
     ctx = RunContext(workload, scale, knobs, str(job.device), view, job.batch_size, spec.observe_steps, job, batches)
     first_index = spec.warmup + spec.steps
@@ -171,7 +182,8 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     # job's own counter is not advanced), so periodic work (log/eval intervals) happens at the window's rate and
     # every exact count stays as it was. A user's job is stepped through job.step.
     sol_step = (lambda b, i: view.step(b, first_index + i)) if job.reference else (lambda b, i: job.step(b))
-    source = JobSource(job, ctx, batches, sol_step)
+    step = _take_batch if spec.loader_only else job.step
+    source = JobSource(job, ctx, batches, None if spec.loader_only else sol_step)
     threads = fit_threads(job, reference=job.reference)
     notes.extend(threads.notes)
     with contextlib.ExitStack() as run_scope:
@@ -182,7 +194,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         try:
             with contextlib.suppress(Stop):
                 while True:  # the Job's loop: each next_batch() is a step boundary (perfsuite.harness.driver)
-                    job.step(driver.next_batch())
+                    step(driver.next_batch())
         except KeyboardInterrupt as exc:
             guard.delivered()
             if isinstance(exc, RunInterrupted):
@@ -199,6 +211,16 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     return assemble_result(job, scale.name, spec, rec.timings, rec.sol_ms, rec.last_batch, probes, notes, rec.plan)
 
 
+LOADER_ONLY_NOTE = (
+    "the loader alone (--loader-only): the window's steps took their batches and ran nothing, so step_ms is the "
+    "loader's time per batch on this host and no step metric was measured"
+)
+
+
+def _take_batch(batch: Any) -> None:
+    """The loader-only run's step: the batch is taken and dropped (nothing copied, nothing computed)."""
+
+
 @dataclass
 class JobSource:
     """A Job's step boundaries for the driver: its BatchStream, which starts the next epoch itself."""
@@ -206,7 +228,7 @@ class JobSource:
     job: Any
     ctx: RunContext
     batches: Any
-    sol_step: Callable[[Any, int], Any]
+    sol_step: Callable[[Any, int], Any] | None
     boundary_before_fetch: bool = True
 
     @property
@@ -249,6 +271,7 @@ def assemble_result(
     metrics: dict[str, Metric] = {}
     for metric in _core_metrics(timings):
         metrics[metric.name] = metric
+    metrics["gpu_idle_frac"] = gpu_idle(timings)
     not_run = script.not_run.get("speed of light") if script is not None else None
     metrics["input_efficiency"] = input_efficiency(
         timings,
@@ -269,6 +292,10 @@ def assemble_result(
         probe_samples.update(probe.samples())
         probe_notes += probe.notes()
         environment.update(probe.environment())
+    metrics["gpu_idle_frac"], disagreement = against_nvml(
+        metrics["gpu_idle_frac"], metrics.get("gpu_util"), _nvml_util_samples(timeline, metrics.get("gpu_util"))
+    )
+    probe_notes += [disagreement] if disagreement else []
     if "loader_capacity_samples_per_s" in metrics:
         metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     if plan.skipped:
@@ -294,6 +321,7 @@ def assemble_result(
             "sol_step_ms": sol_ms,
             "main_load_ms": [s * 1e3 for s in timings.fetch_cpu_s],
             "host_step_ms": [s * 1e3 for s in host_s],
+            **_idle_samples(timings),
             **probe_samples,
         },
         fingerprint=Fingerprint.collect(str(job.device)),
@@ -305,6 +333,23 @@ def assemble_result(
         environment=environment,
         script=script,
     )
+
+
+def _idle_samples(t: WindowTimings) -> dict[str, list[float]]:
+    """The GPU's idle ms per step and its share of each step, where its own clock measured them (harness.idle)."""
+    if t.device_clock != "cuda-events" or len(t.idle_ms) != len(t.step_ms):
+        return {}
+    return {
+        "gpu_idle_ms": list(t.idle_ms),
+        "gpu_idle": [min(1.0, max(0.0, i / s)) if s > 0 else 0.0 for i, s in zip(t.idle_ms, t.step_ms)],
+    }
+
+
+def _nvml_util_samples(timeline: Mapping[str, Sequence[float]], util: Metric | None) -> list[float]:
+    """NVML's utilisation readings over the window, one per driver sample (the timeline repeats a sample until the
+    driver has a new one, so consecutive repeats are one reading)."""
+    values = list(timeline.get("gpu_util", ()))
+    return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]] if util is not None else []
 
 
 STALL_FACTOR = 5.0  # a step slower than this multiple of the median is a stall
@@ -425,6 +470,10 @@ def input_efficiency(
     samples_per_s = delivered / wall
     sol_per_s = sol_samples / (sol_step / 1e3)
     wait = sum(t.fetch_s) / wall if wall > 0 else 0.0
+    # The share of the window the device was idle for want of a batch: on a GPU its own clock's (the host's wait
+    # overlaps the GPU's work on the previous step, harness.idle), on a CPU the host's wait, which is the device's.
+    idle = device_idle_share(t)
+    waited = idle if idle is not None else wait
     detail = {
         "periodic_left_out": periodic,
         **({"periodic_unknown": unknown} if unknown else {}),
@@ -433,7 +482,9 @@ def input_efficiency(
         "sol_step_ms": sol_step,
         "sol_steps": len(sol_ms),
         "data_wait": wait,
-        "band": input_band(wait),
+        "device_idle": idle,
+        "band": input_band(waited),
+        "band_from": "the GPU's idle time (its own clock)" if idle is not None else "the host's wait for batches",
     }
     ratio = samples_per_s / sol_per_s
     if ratio > 1.0:  # a ceiling the window beat is no ceiling: never print an efficiency above 1
@@ -450,22 +501,36 @@ def input_efficiency(
             ),
             detail=detail,
         )
-    bound = 1.0 - wait  # the share of the window not spent waiting for batches
+    bound = 1.0 - waited
     if ratio > bound * (1.0 + SOL_SLACK):  # the speed of light says the step's own work took longer than it did
-        compute = (wall - sum(t.fetch_s)) * 1e3 / max(1, t.steps)
+        compute = (
+            (wall - sum(t.fetch_s)) * 1e3 / max(1, t.steps) if idle is None else bound * wall * 1e3 / max(1, t.steps)
+        )
+        what = (
+            "the GPU's own steps, less its idle time between them"
+            if idle is not None
+            else "steps did without their fetch"
+        )
+        share = "the GPU was busy" if idle is not None else "not spent waiting"
         return Metric(
             "input_efficiency",
             None,
             "fraction",
             reason=(
                 f"the speed-of-light step ({sol_step:.3g} ms fed a cached batch) took longer than the window's own "
-                f"steps did without their fetch ({compute:.3g} ms): it was slowed by something else (another "
-                f"process, threads beyond the cores), so its efficiency ({ratio:.2f}) would exceed the {bound:.0%} of "
-                f"the window not spent waiting; data wait {wait:.1%} ({input_band(wait)})"
+                f"{what} ({compute:.3g} ms): it was slowed by something else (another process, threads beyond the "
+                f"cores), so its efficiency ({ratio:.2f}) would exceed the {bound:.0%} of the window {share}; "
+                + (f"GPU idle {idle:.1%}" if idle is not None else f"data wait {wait:.1%} ({input_band(wait)})")
             ),
             detail=detail,
         )
     return Metric("input_efficiency", ratio, "fraction", detail=detail)
+
+
+def device_idle_share(t: WindowTimings) -> float | None:
+    """The GPU's idle share of the window from its own clock (harness.idle); None on a CPU run."""
+    idle = gpu_idle(t).value
+    return float(idle) if isinstance(idle, (int, float)) else None
 
 
 def _headroom(metrics: dict[str, Metric], target: float | None) -> Metric:

@@ -7,6 +7,7 @@ metric, a user's own included; and loader settings pinned by name (``num_workers
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -184,9 +185,65 @@ def parse_threshold(name: str, bound: Any) -> Threshold:
     return AtLeast(metric, bound) if kind == "min" else AtMost(metric, bound)
 
 
+PREDICT_FOR = "predict_for"  # not a bound: the GPU runner an input_efficiency bound speaks of (judge.starvation)
+
+
+@dataclass(frozen=True)
+class Predicted(Threshold):
+    """A bound on ``input_efficiency`` for a named GPU runner: on that runner it reads the measured figure, anywhere
+    else (a CPU CI run) the efficiency predicted for the runner (``predicted_input_efficiency``), and says so."""
+
+    inner: Threshold = AtLeast("input_efficiency", 0.0)
+    runner: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def on_runner(self, result: Result) -> bool:
+        from perfsuite.judge.starvation import runner_name
+
+        return result.fingerprint.device == "cuda" and runner_name(result) == self.runner
+
+    def compute(self, result: Result) -> Metric:
+        return result.metric(self.metric if self.on_runner(result) else "predicted_input_efficiency")
+
+    def fails(self, value: Any) -> bool:
+        return self.inner.fails(value)
+
+    def describe(self, value: Any) -> str:
+        return self.inner.describe(value)
+
+    def check(self, result: Result, test_id: str) -> Verdict:
+        verdict = super().check(result, test_id)
+        if self.on_runner(result):
+            return verdict
+        metric = self.compute(result)
+        detail = metric.detail
+        said = (
+            f"{verdict.message}, predicted for {self.runner} from this run's loader: it feeds "
+            f"{float(detail['supply_per_s']):.4g} samples/s there against the {float(detail['demand_per_s']):.4g} the "
+            f"step consumes; limited by {detail['limiting']}"
+            if metric.available and "supply_per_s" in detail
+            else f"{verdict.message} (predicted for {self.runner})"
+        )
+        return dataclasses.replace(verdict, message=said)
+
+
 def parse_thresholds(bounds: Mapping[str, Any]) -> tuple[Threshold, ...]:
-    """Thresholds from keyword form, e.g. a marker's ``max_syncs_per_step=0, amp_engaged=True``."""
-    return tuple(parse_threshold(name, bound) for name, bound in bounds.items())
+    """Thresholds from keyword form, e.g. a marker's ``max_syncs_per_step=0, amp_engaged=True``.
+
+    ``predict_for="nvidia-h200"`` is no bound: it makes the ``input_efficiency`` bounds speak of that GPU runner
+    (:class:`Predicted`)."""
+    runner = bounds.get(PREDICT_FOR)
+    if runner is not None and (not isinstance(runner, str) or not runner):
+        raise PerfsuiteError(f"{PREDICT_FOR}={runner!r}: name a GPU runner, e.g. {PREDICT_FOR}='nvidia-h200'")
+    out = tuple(parse_threshold(name, bound) for name, bound in bounds.items() if name != PREDICT_FOR)
+    if runner is None:
+        return out
+    return tuple(
+        Predicted(t.metric, t.bound, inner=t, runner=runner) if t.metric == "input_efficiency" else t for t in out
+    )
 
 
 def check_thresholds(result: Result, test_id: str, thresholds: Sequence[Threshold]) -> list[Verdict]:

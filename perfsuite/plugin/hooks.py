@@ -237,6 +237,7 @@ class PerfRun:
         nproc_per_node: int = 1,
         scaling_rounds: int = 0,
         share_gpus: bool = False,
+        predict_for: str | None = None,
         **knobs: Any,
     ) -> Result:
         """Run ``workload`` with flat knobs; return its Result.
@@ -264,6 +265,10 @@ class PerfRun:
         rank imports) and returns the merged Result, each rank's figures in
         ``Result.ranks``; ``scaling_rounds=R`` adds scaling_efficiency from R
         interleaved one-rank and N-rank launches (docs/distributed.md).
+
+        ``predict_for="nvidia-h200"`` (or the marker's ``predict_for=``) adds ``predicted_input_efficiency``: this
+        run's loader supply against that GPU runner's recorded demand (``baselines/demand/<runner>.json``), and a
+        marker's ``input_efficiency`` bounds are then judged on it away from that runner (docs/gpu.md).
         """
         from perfsuite.core.knobs import Knobs
         from perfsuite.core.options import period_steps
@@ -345,10 +350,26 @@ class PerfRun:
                     "loader knobs set by --perfsuite-knob: " + ", ".join(f"{k}={v}" for k, v in s.knobs.items())
                 )
             result = dataclasses.replace(result, notes=(*result.notes, *notes))
+        runner = predict_for or marker_bounds(self._node).get("predict_for")
+        if runner:
+            result = self._predicted(result, str(runner))
         first = not self._state.pending.get(self._node.nodeid)
         self._state.pending.setdefault(self._node.nodeid, []).append(Recorded(result_id, result, check))
         self._to_benchmark(result_id, result, first)
         return result
+
+    def _predicted(self, result: Result, runner: str) -> Result:
+        """The Result with its input efficiency predicted for ``runner`` (judge.starvation); a runner with no demand
+        file fails the test, naming the command that records one."""
+        from pathlib import Path
+
+        from perfsuite.judge.starvation import DEMAND_DIR, DemandError, load_demand, predict, with_prediction
+
+        try:
+            demands = load_demand(runner, Path(self._state.root) / DEMAND_DIR)
+        except DemandError as exc:
+            pytest.fail(f"perfsuite: {exc}", pytrace=False)
+        return with_prediction(result, predict(result, demands))
 
     def _distributed(self, spec: Any, mutate: Any, nproc: int, rounds: int, share_gpus: bool, probes: Any) -> Result:
         """The run on ``nproc`` ranks: injected faults travel by name, ``mutate`` by its module and name."""

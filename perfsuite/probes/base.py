@@ -81,6 +81,12 @@ class WindowTimings:
     epoch_steps: list[int] = field(default_factory=list)  # the window steps (0-based) whose fetch began an epoch
     step_start_s: list[float] = field(default_factory=list)  # perf_counter() at each step's start (before next())
     step_cpu_s: list[float] = field(default_factory=list)  # this thread's CPU time in job.step, per step
+    # The device's idle time before each step, in ms, on the step clock: from the device's mark at the request for
+    # the batch (when its queue had run out of the previous step's work, or the request, whichever came later) to
+    # its mark once the batch was in hand (perfsuite.harness.idle). CUDA events on a GPU; on a CPU the host clock,
+    # where the device is the host and its idle time is the host's wait.
+    idle_ms: list[float] = field(default_factory=list)
+    device_clock: str = "host"  # "cuda-events" on a GPU, "host" on a CPU
 
     @property
     def wall_s(self) -> float:
