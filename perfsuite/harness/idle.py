@@ -37,7 +37,7 @@ def gpu_idle(t: WindowTimings) -> Metric:
     if t.device_clock != "cuda-events":
         return Metric.unavailable(
             NAME,
-            "no GPU: a CPU run computes on the host, which waits for each batch itself (that wait is data_wait_frac)",
+            "device=cpu: a CPU run computes on the host, which waits for each batch itself (data_wait_frac)",
             "fraction",
         )
     idle, steps = list(t.idle_ms), list(t.step_ms)

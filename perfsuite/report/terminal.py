@@ -331,11 +331,24 @@ def run_rows(result: Result) -> list[tuple[str, str, str]]:
         if result.ranks and name in SKIPPED_WITH_RANKS:
             continue
         if metric.available:
-            note = str(metric.detail.get("band", "")) if name == "input_efficiency" else ""
-            rows.append((name, metric_value(name, metric.value), note))
+            rows.append((name, metric_value(name, metric.value), _run_note(name, metric.detail)))
         else:
             rows.append((name, "unavailable", str(metric.reason)))
     return rows
+
+
+def _run_note(name: str, detail: Mapping[str, Any]) -> str:
+    """What a figure of `perfsuite run` needs beside it: input efficiency's band, a prediction's runner and sides."""
+    if name == "input_efficiency":
+        return str(detail.get("band", ""))
+    if name == "predicted_input_efficiency" and "runner" in detail:
+        low, high = detail["interval"]
+        return (
+            f"[{low:.2f}..{high:.2f}] on {detail['runner']} ({detail['verdict']}): the loader feeds "
+            f"{detail['supply_per_s']:.4g} samples/s there, the step consumes {detail['demand_per_s']:.4g}; "
+            f"limited by {detail['limiting']}"
+        )
+    return ""
 
 
 def run_lines(result: Result) -> list[str]:
