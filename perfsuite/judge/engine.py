@@ -12,6 +12,7 @@ within their tolerance and inconclusive beyond it. Failing verdicts carry their 
 
 from __future__ import annotations
 
+
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -196,7 +197,12 @@ def judge_metric(
     if spec.kind == "timing":
         return _judge_samples(spec, base, head, test_id, factor, alpha)
     if spec.kind == "noisy":
-        return _compare_summary(spec, test_id, float(b.value), float(h.value))  # type: ignore[arg-type]
+        verdict = _compare_summary(spec, test_id, float(b.value), float(h.value))  # type: ignore[arg-type]
+        if name == "predicted_input_efficiency":  # both sides of each prediction, in the runner's terms
+            from perfsuite.judge.starvation import predicted_change
+
+            return replace(verdict, message=f"{predicted_change(b, h)} ({verdict.message})")
+        return verdict
     return _compare_exact(spec, test_id, b, h)
 
 

@@ -429,3 +429,15 @@ def with_prediction(result: Result, prediction: Prediction | Metric) -> Result:
     metrics = dict(result.metrics)
     metrics["predicted_input_efficiency"] = prediction_metric(prediction)
     return replace(result, metrics=metrics)
+
+
+def predicted_change(base: Metric, head: Metric) -> str:
+    """A pull request's predicted change on the runner, as compare prints it: both sides' supply and efficiency."""
+    b, h = base.detail, head.detail
+    if "supply_per_s" not in b or "supply_per_s" not in h:
+        return f"predicted input efficiency {base.value} -> {head.value}"
+    return (
+        f"the loader feeds {b['supply_per_s']:.4g} -> {h['supply_per_s']:.4g} samples/s on the {h['runner']} runner, "
+        f"which consumes {h['demand_per_s']:.4g}: input efficiency {float(b['efficiency']):.2f} -> "
+        f"{float(h['efficiency']):.2f}, predicted; limited by {h['limiting']}"
+    )

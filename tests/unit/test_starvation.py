@@ -239,3 +239,15 @@ def test_the_committed_provisional_demand_reads():
     rates = {e.step["aug"]: e.median for e in d.entries if e.workload == "face_parsing" and e.scale == "full"}
     assert set(rates) == {"cpu", "gpu"} and rates["cpu"] < rates["gpu"]
     assert all(e.provenance for e in d.entries)
+
+
+def test_compare_shows_a_pull_request_s_predicted_change(demands: Path):
+    from perfsuite.core import metrics as registry
+    from perfsuite.judge.engine import judge_metric
+
+    d = load_demand("nvidia-h200", demands)
+    base = with_prediction(result(workers=8, process_ms=20.0), predict(result(workers=8, process_ms=20.0), d))
+    head = with_prediction(result(process_ms=40.0), predict(result(process_ms=40.0), d))
+    v = judge_metric(registry.get("predicted_input_efficiency"), base, head, "t")
+    assert v.message.startswith("the loader feeds 800 -> 100 samples/s on the nvidia-h200 runner, which consumes 420")
+    assert "input efficiency 1.00 -> 0.24, predicted" in v.message
