@@ -12,7 +12,6 @@ within their tolerance and inconclusive beyond it. Failing verdicts carry their 
 
 from __future__ import annotations
 
-
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 

@@ -349,9 +349,7 @@ def supply_of(result: Result) -> Supply | str:
         return Supply(
             float(whole), "the workers' whole-process CPU per sample", float(calibration), workers, stages, spread
         )
-    return Supply(
-        stages_ms, "the loader's stages (the ledger's replay)", float(calibration), workers, stages, spread
-    )
+    return Supply(stages_ms, "the loader's stages (the ledger's replay)", float(calibration), workers, stages, spread)
 
 
 def _relative_spread(values: Sequence[float]) -> tuple[float, float] | None:
