@@ -4,15 +4,22 @@
 # machine (docs/gpu.md). `bash scripts/gpu_truth.sh --cpu` makes the CPU side of the sync table here;
 # `--dry-run` lists what would run and be compared.
 # On the GPU it needs the wheels its image lacks in .whl/ (bash ../shared/tools/device-wheels.sh).
-# STEPS picks the parts (default: all): suite scripts truth full doctor. Everything lands in $OUT.
+# STEPS picks the parts (default: all): unit starve suite scripts truth full doctor. Everything lands in $OUT.
+# `starve` first (issues 53/59): face_parsing and captcha_slider at full scale, the seed's settings and the fix,
+# REPEATS times each: GPU idle time against NVML, input efficiency from the device's own times (within 5% over the
+# repeats), predicted (from the CPU Results committed in docs/data/starvation before the loan) against measured,
+# and the measured demand recorded in baselines/demand/ (replacing the provisional one).
 set -u
 OUT=${OUT:-/tmp/perfsuite-truth}; mkdir -p "$OUT"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export PYTHONUNBUFFERED=1
 step() { echo "=== $1 $(date -u +%T)"; }
-want() { [[ " ${STEPS:-unit suite scripts truth full doctor} " == *" $1 "* ]]; }
+ALL="unit starve suite scripts truth full doctor"
+want() { [[ " ${STEPS:-$ALL} " == *" $1 "* ]]; }
 if [ "${1:-}" = --dry-run ]; then  # what would run and be compared, on any machine
-  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-unit suite scripts truth full doctor}"; exit 0
+  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-$ALL}"
+  echo "starve: face_parsing captcha_slider x seed fix x ${REPEATS:-3} repeats at full scale, ${STARVE_S:-420} s at most;"
+  echo "  predicted from: $(ls docs/data/starvation/*.json 2>/dev/null | tr '\n' ' ')"; exit 0
 fi
 if [ "${1:-}" = --cpu ]; then
   SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}; SUITE_S=${SUITE_S:-1500}
@@ -25,6 +32,21 @@ else
   $PY -c 'import torch, kornia; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0), "kornia", kornia.__version__)'
 fi
 mkdir -p "$W/results" "$W/logs"
+if want starve && [ $SIDE = cuda ]; then step "starvation at full scale: GPU idle, input efficiency, predicted against measured"
+  SEED="--aug cpu --workers 2"
+  FIX="--aug gpu --amp bf16 --workers 8 --pin-memory --persistent-workers --prefetch 4 --non-blocking"
+  timeout "${STARVE_S:-420}" bash -c "
+    for i in \$(seq ${REPEATS:-3}); do for w in face_parsing captcha_slider; do
+      $PY -m perfsuite.cli run \$w --scale full $SEED --steps 12 --json >$W/results/starve-\$w-seed-\$i.json 2>>$W/logs/starve.log
+      $PY -m perfsuite.cli run \$w --scale full $FIX --steps 12 --json >$W/results/starve-\$w-fix-\$i.json 2>>$W/logs/starve.log
+    done; done"
+  echo "starve: exit $?"
+  find "$W/results" -name 'starve-*.json' -empty -delete
+  $PY scripts/starvation.py check "$W"/results/starve-*.json | tee "$W/logs/starve-check.txt"
+  $PY scripts/starvation.py table docs/data/starvation "$W"/results/starve-*.json | tee "$W/logs/starve-table.md"
+  $PY -m perfsuite.cli demand add "$W"/results/starve-*.json --provenance "scripts/gpu_truth.sh starve, $(date -u +%F)"
+  cp baselines/demand/*.json "$W/logs/"
+fi
 if want unit && [ $SIDE = cuda ]; then step "the sync probe's unit tests on CUDA"
   timeout "${UNIT_S:-60}" $PY -m pytest -q -p no:cacheprovider -rs tests/unit/test_probe_syncs.py tests/unit/test_sync_kinds.py \
     -k "not loaders_pin_memory" 2>&1 | tee "$W/logs/unit.log" | tail -15

@@ -24,7 +24,7 @@ from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
 from perfsuite.harness.driver import Driver, Stop, speed_of_light
-from perfsuite.harness.idle import against_nvml, gpu_idle
+from perfsuite.harness.idle import against_nvml, gpu_idle, underused_sms
 from perfsuite.harness.observation import ObservationPlan
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
@@ -296,6 +296,8 @@ def assemble_result(
         metrics["gpu_idle_frac"], metrics.get("gpu_util"), _nvml_util_samples(timeline, metrics.get("gpu_util"))
     )
     probe_notes += [disagreement] if disagreement else []
+    underused = underused_sms(metrics.get("gpu_util"), metrics.get("gpu_sm_util"))
+    probe_notes += [underused] if underused else []
     if "loader_capacity_samples_per_s" in metrics:
         metrics["loader_headroom"] = _headroom(metrics, spec.target_samples_per_s)
     if plan.skipped:

@@ -173,3 +173,17 @@ def test_the_window_runs_the_same_steps_with_the_ready_marks(monkeypatch):
     assert len(r.samples["step_ms"]) == 4 and r.metric("samples_per_s").detail["samples"] == 4 * r.batch_size
     assert syncs == ["sync", "sync", "sync"]  # the window's two edges and the run's end: none per step
     assert not r.metric("gpu_idle_frac").available
+
+
+@pytest.mark.parametrize(
+    "util,sm,said",
+    [(0.966, 0.534, True), (0.748, 0.636, False), (0.95, 0.7, False), (0.5, 0.2, False), (None, 0.3, False)],
+)
+def test_a_busy_gpu_with_idle_sms_is_told_what_would_use_them(util, sm, said):
+    from perfsuite.harness.idle import underused_sms
+
+    u = Metric("gpu_util", util, "fraction") if util is not None else Metric.unavailable("gpu_util", "no NVML")
+    note = underused_sms(u, Metric("gpu_sm_util", sm, "fraction"))
+    assert (note is not None) is said
+    if said:
+        assert "larger batch" in note and "torch.compile" in note and "channels_last" in note
