@@ -37,6 +37,7 @@ from perfsuite.core.results import Metric, Result
 from perfsuite.errors import PerfsuiteError
 
 DEMAND_SCHEMA_VERSION = 1
+MAKER = "starvation"  # the registry's maker of predicted_input_efficiency (not a probe: made from a run's figures)
 DEMAND_DIR = Path("baselines") / "demand"
 # What the step's speed of light depends on besides the GPU: the knobs that change what the step runs. The loader's
 # knobs are not among them (the speed of light is fed a batch already on the device), nor the periodic intervals

@@ -15,7 +15,9 @@ from perfsuite.probes.gpm import GPM_NAMES
 RUNNER = {s.name for s in metrics.all_specs() if s.probe == "runner"}
 # Made only on several ranks: by the rank probe in each rank and the merge on rank 0 (tests/faults/test_ddp.py).
 RANKS = {s.name for s in metrics.all_specs() if s.probe == "ranks"}
-PROBED = set(metrics.names()) - RUNNER - RANKS - {"label_violations"}
+# Made only when a run is predicted for a GPU runner (--predict-for, predict_for=; tests/unit/test_starvation.py).
+PREDICTED = {s.name for s in metrics.all_specs() if s.probe == "starvation"}
+PROBED = set(metrics.names()) - RUNNER - RANKS - PREDICTED - {"label_violations"}
 
 
 def test_all_probes_are_fresh_distinct_instances() -> None:
@@ -28,9 +30,10 @@ def test_all_probes_are_fresh_distinct_instances() -> None:
 
 
 def test_every_registered_metric_is_made_by_a_known_probe() -> None:
+    from perfsuite.judge.starvation import MAKER
     from perfsuite.probes.ranks import RankProbe
 
-    probes = {p.name for p in all_probes()} | {"runner", RankProbe.name}
+    probes = {p.name for p in all_probes()} | {"runner", RankProbe.name, MAKER}
     assert {s.probe for s in metrics.all_specs()} <= probes
 
 
