@@ -140,6 +140,14 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     if isinstance(target, Script):  # a user's script, run unchanged: its own loop drives the same phases
         from perfsuite.harness.script import drive_script
 
+        if spec.loader_only:
+            from perfsuite.errors import KnobError
+
+            raise KnobError(
+                "loader_only runs a workload's or a Job's loader alone; a script's loop is its own and perfsuite "
+                "does not change it: register the script's loader and model as a perfsuite.Job, or drop loader_only"
+            )
+
         ran = drive_script(target, spec, probes)
         return assemble_result(
             ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan, ran.stop
