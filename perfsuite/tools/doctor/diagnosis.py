@@ -8,9 +8,9 @@ from typing import Any
 
 from perfsuite.core.results import Result
 from perfsuite.judge.contention import contended_run
-from perfsuite.tools.doctor import findings as rules
+from perfsuite.tools.doctor import rules
 from perfsuite.tools.doctor.evidence import Evidence, gather
-from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Tried, Unavailable, plain
+from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Predicted, Tried, Unavailable, plain
 from perfsuite.tools.doctor.stats import ratio_interval
 
 
@@ -118,7 +118,21 @@ def assess(
     notes = sorted({n for r in results for n in r.notes if not n.startswith("oversubscribed:")})
     if e.periodic.reason and "too few" in e.periodic.reason:
         notes.append(f"periodic work: {e.periodic.reason}; nothing was kept out of input efficiency (--steps)")
-    return Diagnosis(target, e, cf, rules.findings(e, cf), notes)
+    return Diagnosis(target, e, cf, rank(rules.run(e, cf)), notes)
+
+
+def rank(found: list[Finding]) -> list[Finding]:
+    """Measured gains first, largest first; then the bottleneck (the first the rules name); then by predicted gain
+    (the rules' order kept among equals)."""
+    gains = sorted(
+        (f for f in found if isinstance(f.measured, Measured) and f.measured.gain),
+        key=lambda f: -f.measured.ratio,  # type: ignore[union-attr]
+    )
+    rest = [f for f in found if f not in gains]
+    lead = [f for f in rest if f.bottleneck][:1]
+    others = [f for f in rest if f not in lead]
+    others.sort(key=lambda f: -(f.predicted.ratio if isinstance(f.predicted, Predicted) else 0.0))
+    return gains + lead + others
 
 
 def tried(

@@ -1,0 +1,88 @@
+"""Each of the doctor's rules on its own (perfsuite.tools.doctor.rules): its condition, finding and fix, from
+hand-made Results (no runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pkgutil
+
+from doctor_evidence import recorded_contention, result
+
+from perfsuite.tools.doctor import rules
+from perfsuite.tools.doctor.diagnosis import tried
+from perfsuite.tools.doctor.evidence import Evidence, gather
+from perfsuite.tools.doctor.model import Counterfactuals, Fix, Periodic, Predicted
+from perfsuite.tools.doctor.rules import busy, oversubscribed, periodic, step, syncs, worker_count, workers_zero
+
+WAITING = {"fetch": [200.0, 100.0, 90.0] * 6, "host": [400.0, 250.0, 240.0] * 6}  # data wait ~45%
+NOT_WAITING = {"fetch": [1.0, 0.5, 0.0] * 6, "host": [200.0] * 18, "epoch_fetch": []}  # data wait ~0.3%
+
+
+def evidence(*results: object) -> Evidence:
+    return gather(list(results), [], 2)  # type: ignore[arg-type]
+
+
+def test_every_rule_module_is_in_the_registry() -> None:
+    modules = {m.name for m in pkgutil.iter_modules(rules.__path__)} - {"base", "measured"}
+    assert {r.name for r in rules.RULES} == modules
+
+
+def test_workers_zero_names_the_fix_only_on_an_input_bound_step_without_workers() -> None:
+    (f,) = workers_zero.find(evidence(result(workers=0, **WAITING)), Counterfactuals())
+    assert "num_workers=0" in f.title and f.fix == "DataLoader(num_workers=2, persistent_workers=True)"
+    assert f.bottleneck
+    assert workers_zero.find(evidence(result(workers=2, **WAITING)), Counterfactuals()) == []
+    assert workers_zero.find(evidence(result(workers=0, **NOT_WAITING)), Counterfactuals()) == []
+
+
+def test_worker_count_names_the_count_tried() -> None:
+    base = [result(workers=2, samples_per_s=10.0, **WAITING)] * 2
+    runs = [result(workers=1, samples_per_s=12.0, **WAITING)] * 2
+    cf = Counterfactuals({Fix.FEWER_WORKERS: tried(Fix.FEWER_WORKERS, "w", "c", "why", base, runs, workers=1)})
+    (f,) = worker_count.find(evidence(*base), cf)
+    assert f.title == "num_workers 2 -> 1" and f.fix == "DataLoader(num_workers=1)"
+    assert worker_count.find(evidence(result(workers=2, **NOT_WAITING)), cf) == []
+
+
+def test_busy_reads_the_machine_and_leads_only_when_the_wait_for_a_core_outweighs_compute() -> None:
+    loaded = recorded_contention(0.9, 3.0, neighbours=0.6)
+    (f,) = busy.find(evidence(result(environment=loaded, sol=[60.0] * 5, **NOT_WAITING)), Counterfactuals())
+    assert f.kind == "busy" and "90% of the time" in f.evidence and f.bottleneck
+    assert busy.find(evidence(result(environment=recorded_contention(0.01, 0.5))), Counterfactuals()) == []
+
+
+def test_step_is_the_bottleneck_only_when_the_step_does_not_wait() -> None:
+    (f,) = step.find(evidence(result(**NOT_WAITING)), Counterfactuals())
+    assert f.bottleneck and f.title.startswith("not input-bound")
+    assert step.find(evidence(result(**WAITING)), Counterfactuals()) == []
+
+
+def test_oversubscribed_reads_the_harness_note() -> None:
+    note = "oversubscribed: 4 intra-op thread(s) + 2 loader worker(s) on 2 cores (call torch.set_num_threads(1) in the job)"
+    r = dataclasses.replace(result(**NOT_WAITING), notes=(note,))
+    (f,) = oversubscribed.find(evidence(r), Counterfactuals())
+    assert f.evidence == "4 intra-op thread(s) + 2 loader worker(s) on 2 cores"
+    assert f.fix == "call torch.set_num_threads(1) in the job"
+
+
+def test_periodic_work_is_named_with_its_period() -> None:
+    e = evidence(result(**NOT_WAITING))
+    assert periodic.find(e, Counterfactuals()) == []
+    found = Periodic(5, ((4, 9),), extra_ms_per_step=20.0, share=0.1, long_step_ms=300.0)
+    (f,) = periodic.find(dataclasses.replace(e, periodic=found), Counterfactuals())
+    assert f.title.startswith("periodic work every 5 steps") and isinstance(f.predicted, Predicted)
+    assert f.predicted.ratio == e.ledger.step_ms / (e.ledger.step_ms - 20.0)
+
+
+def test_syncs_are_named_at_their_sites() -> None:
+    e = evidence(result(**NOT_WAITING))
+    assert syncs.find(e, Counterfactuals()) == []
+    led = dataclasses.replace(e.ledger, syncs_per_step=2.0, syncs_ms=10.0, sync_sites={"train.py:40": 5.0})
+    (f,) = syncs.find(dataclasses.replace(e, ledger=led), Counterfactuals())
+    assert f.title == "host syncs: 2 per step" and "train.py:40" in f.evidence
+
+
+def test_a_fix_is_predicted_by_the_rule_that_names_it() -> None:
+    e = evidence(result(cores_busy=1.4, environment=recorded_contention(0.9, 3.0), **WAITING))
+    assert rules.predict_fix(e, Fix.THREADS) == busy.predict_busy(e)
+    assert not isinstance(rules.predict_fix(e, Fix.PIN_MEMORY), Predicted)
