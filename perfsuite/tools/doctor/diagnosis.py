@@ -39,13 +39,13 @@ class Diagnosis:
 
     @property
     def bottleneck(self) -> str:
-        """The headline: the largest measured gain, else what limits the step."""
-        if not self.findings:
-            return "nothing found"
-        first = self.findings[0]
-        if isinstance(first.measured, Measured) and first.measured.gain:
+        """The headline: the largest measured gain, else the bottleneck the evidence decides, else "not decided"
+        with what would decide it."""
+        first = self.findings[0] if self.findings else None
+        if first is not None and isinstance(first.measured, Measured) and first.measured.gain:
             return f"{first.title}: measured x{first.measured.ratio:.2f} samples/s ({first.measured.label})"
-        return first.title
+        lead = next((f for f in self.findings if f.bottleneck), None)
+        return lead.title if lead is not None else undecided(self.evidence)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the typed figures as objects, *unavailable* as ``{"reason": ...}``."""
@@ -77,6 +77,21 @@ class Diagnosis:
             "budget": list(self.budget),
             "contention_runs": session_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),
         }
+
+
+def undecided(e: Evidence) -> str:
+    """The headline when the evidence decides no bottleneck: the wait's interval, and what would decide it."""
+    w = e.wait
+    would = ["a longer --budget (more rounds narrow the interval)"]
+    if e.contention.busy:
+        would.append("a quieter machine (its load widens the runs' spread)")
+    if e.ledger.cpu:
+        would.append("a GPU (on a CPU the step's arithmetic shares the cores with the loader)")
+    what = "input-bound, moderately or highly not decided" if w.input_bound else "not decided"
+    return (
+        f"{what}: {w.source} {w.share:.1%} {w.interval} spans the {w.edge or 0:.0%} edge; "
+        f"what would decide it: {', '.join(would)}"
+    )
 
 
 def timeline(result: Result, e: Evidence) -> dict[str, list[Any]]:

@@ -14,7 +14,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.harness.runner import INPUT_BANDS
+
 CONFIDENCE = 0.95
+INPUT_EDGE = INPUT_BANDS[0][0]  # below this data wait a step is not input-bound
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,9 @@ def known(x: float | Unavailable | None) -> float | None:
 
 @dataclass(frozen=True)
 class WaitBand:
-    """The window's data-wait share with its bootstrap interval; the band only when the interval clears its edges."""
+    """The window's data-wait share with its bootstrap interval (kept in [0, 1]: ``clipped`` says it was); the band
+    only when the interval clears its edges. ``source`` names what the share is of (the host's wait for the batch,
+    or on CUDA the GPU's idle time)."""
 
     share: float
     low: float
@@ -54,6 +59,24 @@ class WaitBand:
     edge: float | None
     steps: int
     confidence: float = CONFIDENCE
+    clipped: bool = False
+    source: str = "data wait"
+
+    @property
+    def input_bound(self) -> bool | None:
+        """Whether the interval decides the step waits for its input (True), does not (False), or neither (None)."""
+        if self.low >= INPUT_EDGE:
+            return True
+        if self.high < INPUT_EDGE:
+            return False
+        return None
+
+    @property
+    def interval(self) -> str:
+        """``[95% CI 2.8%..100.0%, clipped to [0, 1]]``."""
+        return (
+            f"[{self.confidence:.0%} CI {self.low:.1%}..{self.high:.1%}{', clipped to [0, 1]' if self.clipped else ''}]"
+        )
 
 
 @dataclass(frozen=True)

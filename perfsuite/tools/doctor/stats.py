@@ -30,7 +30,8 @@ def wait_band(fetch_ms: Sequence[Sequence[float]], host_ms: Sequence[Sequence[fl
 
     rng = np.random.default_rng(1)
     draws = [share([[g[i] for i in rng.integers(0, len(g), len(g))] for g in pairs if g]) for _ in range(BOOTSTRAP)]
-    lo, hi = (float(x) for x in np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100]))
+    raw = [float(x) for x in np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100])]
+    lo, hi = (clip01(x) for x in raw)
     low_band, high_band = input_band(lo), input_band(hi)
     called = low_band == high_band
     edges = [limit for limit, _ in INPUT_BANDS if lo < limit <= hi]
@@ -42,7 +43,13 @@ def wait_band(fetch_ms: Sequence[Sequence[float]], host_ms: Sequence[Sequence[fl
         between=None if called else f"{low_band} .. {high_band}",
         edge=edges[0] if edges else None,
         steps=sum(len(g) for g in pairs),
+        clipped=(lo, hi) != tuple(raw),
     )
+
+
+def clip01(x: float) -> float:
+    """A fraction's bound kept in [0, 1] (a bootstrap percentile of a ratio of sums can leave it)."""
+    return min(1.0, max(0.0, x))
 
 
 def ratio_interval(base: Sequence[float], head: Sequence[float], label: str) -> Measured | Unavailable:

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perfsuite.harness.runner import input_band
 from perfsuite.tools.doctor.evidence import Evidence
 from perfsuite.tools.doctor.model import Counterfactuals, Finding, Fix, Predicted, Unavailable
-from perfsuite.tools.doctor.stats import ci
 
 Find = Callable[[Evidence, Counterfactuals], list[Finding]]
 Predict = Callable[[Evidence, Fix, "int | None"], "Predicted | Unavailable"]
@@ -31,17 +29,29 @@ class Rule:
 
 
 def band(e: Evidence) -> str:
-    return e.wait.band or input_band(e.wait.share)
+    """The band the data wait's interval decides; where it crosses an edge, "not decided" with the interval."""
+    w = e.wait
+    if w.band:
+        return w.band
+    if w.input_bound:
+        return f"input-bound (moderately or highly: not decided, {w.source} {w.share:.1%} {w.interval})"
+    return f"input-bound not decided ({w.source} {w.share:.1%} {w.interval})"
 
 
 def wait_text(e: Evidence) -> str:
     """``data wait 27.0% [95% CI 20.5%..33.0%]``, and the edge it spans when no band is decided."""
     w = e.wait
-    text = f"data wait {w.share:.1%}{ci(w.low * 100, w.high * 100, '.1f', '%')}"
+    text = f"{w.source} {w.share:.1%} {w.interval}"
     if not w.band:
         text += f" (the interval spans the {w.edge or 0:.0%} edge: {w.between}; --rounds narrows it)"
     return text
 
 
 def input_bound(e: Evidence) -> bool:
-    return band(e) in ("moderately input-bound", "highly input-bound")
+    """The interval decides the step waits for its input (its low end at the first band's edge or above)."""
+    return e.wait.input_bound is True
+
+
+def not_input_bound(e: Evidence) -> bool:
+    """The interval decides the step does not wait for its input (its high end below the first band's edge)."""
+    return e.wait.input_bound is False

@@ -1,14 +1,15 @@
-"""Not input-bound: the step itself is the bottleneck; its fix (mixed precision, compile) is the job's to measure."""
+"""Not input-bound (the wait's interval lies below the first band's edge): the step itself is the bottleneck; its fix
+(mixed precision, compile) is the job's to measure."""
 
 from __future__ import annotations
 
 from perfsuite.tools.doctor.evidence import Evidence
 from perfsuite.tools.doctor.model import Counterfactuals, Finding, Unavailable, known
-from perfsuite.tools.doctor.rules.base import Rule, input_bound, wait_text
+from perfsuite.tools.doctor.rules.base import Rule, not_input_bound, wait_text
 
 
 def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
-    if input_bound(e):
+    if not not_input_bound(e):
         return []
     evidence = wait_text(e)
     c = known(e.ledger.compute)
