@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def recorded_contention(pressure: float, runqueue: float, neighbours: float = 0.0, cores: int = 2) -> dict[str, Any]:
+def recorded_contention(
+    pressure: float, runqueue: float, neighbours: float = 0.0, cores: int = 2, threads: int = 1
+) -> dict[str, Any]:
     """A Result's contention record as the probe writes it (perfsuite.probes.contention.span over two snapshots):
     the producer's own keys, so a key renamed on one side only leaves the doctor reading nothing."""
     from perfsuite.probes.contention import Snapshot, span
@@ -15,7 +17,7 @@ def recorded_contention(pressure: float, runqueue: float, neighbours: float = 0.
     a = Snapshot(0.0, 0, 0, 0.0, 0.0, 0.0, 0)
     b = Snapshot(wall, int(pressure * wall * 1e6), 0, neighbours * wall * cores, wall * cores, 0.0, 0)
     window_span = span(a, b, cores, [round(runqueue * cores)] * 4)
-    return {"contention": {"window": window_span, "intra_op_threads": 1}}
+    return {"contention": {"window": window_span, "intra_op_threads": threads}}
 
 
 def result(

@@ -30,7 +30,12 @@ CASES: dict[str, Any] = {
     "spans the 5% edge": lambda: [result(fetch=[0.0, 0.0, 15.0] * 6, host=[100.0] * 18, epoch_fetch=[])],
     "decided not": lambda: [result(fetch=[0.1, 0.2, 0.0] * 6, host=[100.0] * 18, epoch_fetch=[])],
     "spans 5% on a busy machine": lambda: [
-        result(fetch=[0.0, 0.0, 15.0] * 6, host=[100.0] * 18, epoch_fetch=[], environment=recorded_contention(0.9, 3))
+        result(
+            fetch=[0.0, 0.0, 15.0] * 6,
+            host=[100.0] * 18,
+            epoch_fetch=[],
+            environment=recorded_contention(0.9, 3, neighbours=0.6),
+        )
     ],
     "waits longer than its step (a bound above 100%)": lambda: [
         result(fetch=[400.0] * 3 + [0.0] * 3, host=[300.0] * 6, epoch_fetch=[])

@@ -8,7 +8,8 @@ import pkgutil
 
 from doctor_evidence import recorded_contention, result
 
-from perfsuite.tools.doctor import rules
+from perfsuite.tools import doctor
+from perfsuite.tools.doctor import predictions, rules
 from perfsuite.tools.doctor.diagnosis import tried
 from perfsuite.tools.doctor.evidence import Evidence, gather
 from perfsuite.tools.doctor.model import Counterfactuals, Fix, Periodic, Predicted
@@ -57,12 +58,33 @@ def test_step_is_the_bottleneck_only_when_the_step_does_not_wait() -> None:
     assert step.find(evidence(result(**WAITING)), Counterfactuals()) == []
 
 
-def test_oversubscribed_reads_the_harness_note() -> None:
-    note = "oversubscribed: 4 intra-op thread(s) + 2 loader worker(s) on 2 cores (call torch.set_num_threads(1) in the job)"
-    r = dataclasses.replace(result(**NOT_WAITING), notes=(note,))
-    (f,) = oversubscribed.find(evidence(r), Counterfactuals())
-    assert f.evidence == "4 intra-op thread(s) + 2 loader worker(s) on 2 cores"
-    assert f.fix == "call torch.set_num_threads(1) in the job"
+def test_a_busy_machine_is_other_processes_load_never_the_jobs_own_threads_and_workers() -> None:
+    """Observed: 'busy machine (noisy neighbour)' with 0% of the CPU taken by other processes, the 1.5 runnable
+    tasks per core the script's own 2 threads and 2 workers."""
+    own = recorded_contention(0.6, 1.5, neighbours=0.0, threads=2)
+    e = evidence(result(environment=own, cores_busy=1.2, sol=[60.0] * 5, **NOT_WAITING))
+    assert not e.contention.busy and busy.find(e, Counterfactuals()) == []
+    (f,) = oversubscribed.find(e, Counterfactuals())
+    assert f.title == "oversubscribed cores: the job's own 2 thread(s) and 2 worker(s) on 2"
+    assert "keeping 1.20 core(s) busy" in f.evidence and "the job's own included" in f.evidence
+    assert f.fix.startswith("torch.set_num_threads(1)") and f.bottleneck  # no neighbour explains the wait
+    d = doctor.assess(
+        "x", [result(environment=own, cores_busy=1.2, sol=[60.0] * 5, **NOT_WAITING)], [], Counterfactuals(), 2
+    )
+    assert d.findings[0].kind == "cores" and not any(f.kind == "busy" for f in d.findings)
+
+    neighbours = recorded_contention(0.6, 1.5, neighbours=0.7, threads=1)
+    e = evidence(result(environment=neighbours, cores_busy=0.3, sol=[60.0] * 5, **NOT_WAITING))
+    (f,) = busy.find(e, Counterfactuals())
+    assert "other processes and steal took 70%" in f.evidence and f.bottleneck
+    assert oversubscribed.find(e, Counterfactuals()) == []  # 1 thread + 0.3 busy cores fit 2
+
+
+def test_the_busy_machine_falls_back_to_runnable_tasks_beyond_the_jobs_own_where_neighbours_were_not_read() -> None:
+    env = recorded_contention(0.9, 3.0, threads=1)
+    env["contention"]["window"]["neighbours"] = None
+    (f,) = busy.find(evidence(result(environment=env, cores_busy=0.5)), Counterfactuals())
+    assert "2.2 runnable tasks per usable core beyond the job's own" in f.evidence
 
 
 def test_periodic_work_is_named_with_its_period() -> None:
@@ -84,5 +106,5 @@ def test_syncs_are_named_at_their_sites() -> None:
 
 def test_a_fix_is_predicted_by_the_rule_that_names_it() -> None:
     e = evidence(result(cores_busy=1.4, environment=recorded_contention(0.9, 3.0), **WAITING))
-    assert rules.predict_fix(e, Fix.THREADS) == busy.predict_busy(e)
+    assert rules.predict_fix(e, Fix.THREADS) == predictions.wait_for_a_core(e)
     assert not isinstance(rules.predict_fix(e, Fix.PIN_MEMORY), Predicted)

@@ -10,7 +10,7 @@ metrics, the periodic steps from what each run left out of its input efficiency.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfsuite.core.results import Result
@@ -139,10 +139,14 @@ def _mean_of(values: Sequence[float | None], what: str) -> float | Unavailable:
 
 
 def contention_of(results: Sequence[Result], usable: int) -> Contention:
-    """The machine's load over the runs, from each Result's own contention record; whether it slows the step."""
+    """The machine's load over the runs, from each Result's own contention record: whether other processes slow
+    the step (their share of the cores, or runnable tasks beyond the job's own), and whether the job's own threads
+    and workers exceed the cores."""
     loads = [load_of(r) for r in results]
     process = results[-1].metric("loader_process_cpu_ms_per_sample")
     busy_cores = process.detail.get("cores_busy") if process.available else None
+    threads = [ld.threads for ld in loads if ld.threads is not None]
+    workers = results[-1].knobs.get("num_workers")
     c = Contention(
         cpu_pressure=_mean_of([ld.pressure for ld in loads], "CPU pressure (no /proc/pressure/cpu?)"),
         runqueue_per_core=_mean_of([ld.runqueue for ld in loads], "run queue"),
@@ -150,21 +154,47 @@ def contention_of(results: Sequence[Result], usable: int) -> Contention:
         loader_cores_busy=float(busy_cores) if busy_cores is not None else Unavailable("no loader ledger"),
         usable_cores=usable,
         runs=len(results),
+        threads=max(threads) if threads else None,
+        workers=workers if isinstance(workers, int) else None,
     )
+    return replace(c, reasons=tuple(neighbours(c)), own=tuple(own_load(c)))
+
+
+def neighbours(c: Contention) -> list[str]:
+    """Why other processes slow the step: their share of the usable cores beyond the wall-clock bound, or (where
+    that share was not read) runnable tasks per core beyond the job's own; the pressure beside them, as context."""
+    foreign, others = known(c.foreign), c.others_runnable_per_core
     reasons = []
-    pressure, queue, foreign = known(c.cpu_pressure), known(c.runqueue_per_core), known(c.foreign)
-    loader = known(c.loader_cores_busy) or 0.0
-    if pressure is not None and pressure >= BUSY_PRESSURE:
-        reasons.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure)")
-    if queue is not None and queue > BUSY_RUN_QUEUE:
-        reasons.append(f"{queue:.2g} runnable tasks per usable core")
     if foreign is not None and foreign > wall_bound():
         reasons.append(f"other processes and steal took {foreign:.0%} of the usable cores")
-    if loader + 1.0 > usable:
-        reasons.append(f"the loader kept {loader:.2f} of the {usable} usable core(s) busy beside the training thread")
-    return Contention(
-        c.cpu_pressure, c.runqueue_per_core, c.foreign, c.loader_cores_busy, usable, len(results), tuple(reasons)
-    )
+    if foreign is None and others is not None and others > BUSY_RUN_QUEUE:
+        reasons.append(f"{others:.2g} runnable tasks per usable core beyond the job's own")
+    pressure, queue = known(c.cpu_pressure), known(c.runqueue_per_core)
+    if reasons and pressure is not None and pressure >= BUSY_PRESSURE:
+        reasons.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure)")
+    if reasons and queue is not None and queue > BUSY_RUN_QUEUE:
+        reasons.append(f"{queue:.2g} runnable tasks per usable core")
+    return reasons
+
+
+def own_load(c: Contention) -> list[str]:
+    """Why the job's own threads and workers slow its step: its intra-op threads and the cores its loader kept busy
+    (its worker count where that was not read) beyond the usable cores."""
+    threads, workers, usable = c.threads or 1, c.workers or 0, c.usable_cores
+    loader = known(c.loader_cores_busy)
+    if threads + (workers if loader is None else loader) <= usable:
+        return []
+    kept = f"{workers} loader worker(s)" + (f" keeping {loader:.2f} core(s) busy" if loader is not None else "")
+    out = [
+        f"the job's {threads} intra-op thread(s) and {kept} on {usable} usable core(s): the step and the loader "
+        "take turns on the same cores"
+    ]
+    pressure, queue = known(c.cpu_pressure), known(c.runqueue_per_core)
+    if pressure is not None and pressure >= BUSY_PRESSURE:
+        out.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure, the job's own included)")
+    if queue is not None and queue > BUSY_RUN_QUEUE:
+        out.append(f"{queue:.2g} runnable tasks per usable core, the job's own included")
+    return out
 
 
 def stages(result: Result, wait_share: float | None = None, cached: CachedBatch | Unavailable | None = None) -> Stages:
@@ -220,8 +250,6 @@ def stages(result: Result, wait_share: float | None = None, cached: CachedBatch 
     )
     if not m.available:
         return out
-    from dataclasses import replace
-
     return replace(out, reconcile=reconcile(out, result, wait_share))
 
 

@@ -243,7 +243,12 @@ class Stages:
 
 @dataclass(frozen=True)
 class Contention:
-    """The machine's load over the runs, as the Results recorded it (:func:`perfsuite.judge.contention.load_of`)."""
+    """The machine's load over the runs, as the Results recorded it (:func:`perfsuite.judge.contention.load_of`).
+
+    ``reasons``: why *other processes* slow the step (the neighbours' share of the cores, the runnable tasks beyond
+    the job's own); ``own``: why the job's own threads and workers do (more of them than cores). CPU pressure and
+    the run queue count the job's own tasks, so neither alone makes the machine busy.
+    """
 
     cpu_pressure: float | Unavailable
     runqueue_per_core: float | Unavailable
@@ -252,10 +257,28 @@ class Contention:
     usable_cores: int
     runs: int
     reasons: tuple[str, ...] = ()
+    threads: int | None = None  # the training process's intra-op threads, as the runs recorded them
+    workers: int | None = None
+    own: tuple[str, ...] = ()
 
     @property
     def busy(self) -> bool:
+        """Other processes slow the step (never the job's own threads and workers)."""
         return bool(self.reasons)
+
+    @property
+    def oversubscribed(self) -> bool:
+        """The job's own threads and workers exceed the usable cores."""
+        return bool(self.own)
+
+    @property
+    def others_runnable_per_core(self) -> float | None:
+        """Runnable tasks per usable core beyond the job's own (its intra-op threads and its loader's busy cores)."""
+        queue = known(self.runqueue_per_core)
+        if queue is None:
+            return None
+        own = (self.threads or 1) + (known(self.loader_cores_busy) or 0.0)
+        return max(0.0, queue - own / max(1, self.usable_cores))
 
     source = "each run's own contention record (perfsuite.probes.contention)"
 

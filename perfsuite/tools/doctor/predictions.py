@@ -139,3 +139,16 @@ def predict_workers(e: Evidence, k: int, result: Result) -> Predicted | Unavaila
             f"{ceiling:.4g}) over {current:.4g} measured",
         ),
     )
+
+
+def wait_for_a_core(e: Evidence) -> Predicted | Unavailable:
+    """An upper bound for a fix that gives the step its cores back: it takes what it takes fed a cached batch."""
+    rest = e.ledger.rest
+    if rest is None:
+        return Unavailable("compute was not told apart from the rest, so the step's wait for a core is not known")
+    if rest <= 0:
+        return Predicted(1.0, "the window's steps took no longer than the same step fed a cached batch")
+    r = ratio(e.steady_ms, e.steady_ms - rest)
+    if r is None:
+        return Unavailable("no steady step to predict from")
+    return Predicted(r, "an upper bound: the step got its cores back and took what it takes fed a cached batch")

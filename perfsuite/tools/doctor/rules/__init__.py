@@ -24,11 +24,11 @@ from perfsuite.tools.doctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
     busy.RULE,
+    oversubscribed.RULE,
     workers_zero.RULE,
     step.RULE,
     stages.RULE,
     worker_count.RULE,
-    oversubscribed.RULE,
     periodic.RULE,
     syncs.RULE,
 )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfsuite.tools.doctor.evidence import Evidence
-from perfsuite.tools.doctor.model import Counterfactuals, Finding, Fix, Predicted, Unavailable
+from perfsuite.tools.doctor.model import Counterfactuals, Finding, Fix, Measured, Predicted, Unavailable, known
 
 Find = Callable[[Evidence, Counterfactuals], list[Finding]]
 Predict = Callable[[Evidence, Fix, "int | None"], "Predicted | Unavailable"]
@@ -55,3 +55,19 @@ def input_bound(e: Evidence) -> bool:
 def not_input_bound(e: Evidence) -> bool:
     """The interval decides the step does not wait for its input (its high end below the first band's edge)."""
     return e.wait.input_bound is False
+
+
+def waits_for_a_core(e: Evidence) -> bool:
+    """Not input-bound, and the step's wait for a core ("the rest") outweighs its compute."""
+    rest, compute = e.ledger.rest, known(e.ledger.compute)
+    return not input_bound(e) and rest is not None and rest > (compute or 0.0)
+
+
+def best(cf: Counterfactuals, *fixes: Fix) -> Measured | Unavailable:
+    """The largest measured ratio among ``fixes``, or the first one's reason."""
+    got: list[Measured] = []
+    for f in fixes:
+        m = cf.tried[f].measured if f in cf.tried else None
+        if isinstance(m, Measured):
+            got.append(m)
+    return max(got, key=lambda m: m.ratio) if got else cf.measured(fixes[0])

@@ -1,25 +1,16 @@
-"""The noisy neighbour: the machine's load slows the step, which waits for a core.
+"""The noisy neighbour: other processes' load slows the step, which waits for a core.
 
-It leads (the bottleneck) when the step is not input-bound and its wait for a core ("the rest") outweighs its
-compute. Its fix a run can try: fewer intra-op threads, or fewer workers.
+It reads the neighbours' share of the cores (never the job's own threads and workers: those are
+:mod:`.oversubscribed`'s). It leads (the bottleneck) when the step is not input-bound and its wait for a core
+("the rest") outweighs its compute. Its fix a run can try: fewer intra-op threads, or fewer workers.
 """
 
 from __future__ import annotations
 
 from perfsuite.tools.doctor import predictions as model
 from perfsuite.tools.doctor.evidence import BUSY_PRESSURE, BUSY_RUN_QUEUE, Evidence
-from perfsuite.tools.doctor.model import Counterfactuals, Finding, Fix, Measured, Predicted, Unavailable, known
-from perfsuite.tools.doctor.rules.base import Rule, input_bound
-
-
-def best(cf: Counterfactuals, *fixes: Fix) -> Measured | Unavailable:
-    """The largest measured ratio among ``fixes``, or the first one's reason."""
-    got: list[Measured] = []
-    for f in fixes:
-        m = cf.tried[f].measured if f in cf.tried else None
-        if isinstance(m, Measured):
-            got.append(m)
-    return max(got, key=lambda m: m.ratio) if got else cf.measured(fixes[0])
+from perfsuite.tools.doctor.model import Counterfactuals, Finding, Fix, Predicted, Unavailable, known
+from perfsuite.tools.doctor.rules.base import Rule, best, waits_for_a_core
 
 
 def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
@@ -44,35 +35,21 @@ def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
     pressure, queue = known(c.cpu_pressure) or 0.0, known(c.runqueue_per_core) or 0.0
     if pressure >= BUSY_PRESSURE or queue > BUSY_RUN_QUEUE:
         fixes.append("on a shared CI runner, a dedicated one: wall-clock figures from this machine mix in its load")
-    compute = known(e.ledger.compute)
     return [
         Finding(
             "busy machine (noisy neighbour): the step waits for a core",
             "; ".join(figures) + f" (read from {c.source})",
             "; ".join(fixes),
             "busy",
-            predict_busy(e),
+            model.wait_for_a_core(e),
             best(cf, Fix.FEWER_WORKERS, Fix.THREADS),
-            bottleneck=not input_bound(e) and rest is not None and rest > (compute or 0.0),
+            bottleneck=waits_for_a_core(e),
         )
     ]
 
 
-def predict_busy(e: Evidence) -> Predicted | Unavailable:
-    """An upper bound: the step got its cores back and took what it takes fed a cached batch."""
-    rest = e.ledger.rest
-    if rest is None:
-        return Unavailable("compute was not told apart from the rest, so the step's wait for a core is not known")
-    if rest <= 0:
-        return Predicted(1.0, "the window's steps took no longer than the same step fed a cached batch")
-    r = model.ratio(e.steady_ms, e.steady_ms - rest)
-    if r is None:
-        return Unavailable("no steady step to predict from")
-    return Predicted(r, "an upper bound: the step got its cores back and took what it takes fed a cached batch")
-
-
 def predict(e: Evidence, fix: Fix, workers: int | None) -> Predicted | Unavailable:
-    return predict_busy(e)
+    return model.wait_for_a_core(e)
 
 
 RULE = Rule("busy", find, (Fix.THREADS,), predict)
