@@ -218,13 +218,13 @@ def stages(result: Result, wait_share: float | None = None, cached: CachedBatch 
         demand = f"the speed of light: fed a cached batch the step takes {rate:.4g} samples/s"
     by: dict[str, float] = {}
     code: dict[str, str] = {}
+    epochs = int(process.detail.get("epochs_started") or 0) if process.available else 0
     if m.available:
         by = {str(k): float(v) for k, v in m.detail.get("by", {}).items()}
         code = {str(k): str(v) for k, v in m.detail.get("code", {}).items()}
         if process.available and isinstance(workers, int) and workers > 0:
             beyond = float(process.value) - float(m.value)  # type: ignore[arg-type]
             if beyond > 0:
-                epochs = process.detail.get("epochs_started", 0)
                 by["worker processes"] = beyond
                 code["worker processes"] = (
                     "forking workers at each epoch and passing batches between processes"
@@ -247,6 +247,7 @@ def stages(result: Result, wait_share: float | None = None, cached: CachedBatch 
         code=code,
         process_ms_per_sample=known(process.value) if process.available else None,  # type: ignore[arg-type]
         unavailable=None if m.available else (m.reason or "the loader ledger measured no stage"),
+        epochs_started=epochs,
     )
     if not m.available:
         return out

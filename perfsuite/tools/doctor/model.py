@@ -226,6 +226,7 @@ class Stages:
     process_ms_per_sample: float | None = None
     reconcile: str | None = None
     unavailable: str | None = None  # the ledger's reason where it measured no stage
+    epochs_started: int = 0  # epochs begun in the window: workers forked again (when they do not persist)
 
     @property
     def available(self) -> bool:

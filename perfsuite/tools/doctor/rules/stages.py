@@ -19,6 +19,8 @@ STAGE_FIXES = {
     "pin_memory": "pin fewer bytes: ship uint8 from the loader and convert on the device",
     "worker processes": "DataLoader(persistent_workers=True): the workers are forked again at every epoch now",
     "worker processes (persistent)": "a larger batch_size: fewer batches to pass between processes per sample",
+    "worker processes (no epoch)": "a larger batch_size: fewer batches to pass between processes per sample "
+    "(persistent_workers=True acts only across an epoch boundary, and none fell in the window)",
 }
 STAGE_NOT_TRIED = {
     "collate_fn": "a change to {code}, the job's code: perfsuite cannot make it for you",
@@ -26,6 +28,7 @@ STAGE_NOT_TRIED = {
     "__getitem__": "a change to the stored data or to {code}: perfsuite cannot make it for you",
     "pin_memory": "a change to the batch's dtype in the job's code",
     "worker processes (persistent)": "the batch size changes what the model trains on: try it with perfsuite ab",
+    "worker processes (no epoch)": "the batch size changes what the model trains on: try it with perfsuite ab",
 }
 STAGE_SHARE = 0.15  # every loader stage costing this share of its CPU or more gets its own finding
 FORKED = "worker processes"
@@ -41,8 +44,8 @@ def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
         if part < STAGE_SHARE and name != s.costliest:
             continue
         code = s.code.get(name, name)
-        forked = name == FORKED and not s.persistent
-        key = f"{FORKED} (persistent)" if name == FORKED and s.persistent else name
+        forked = name == FORKED and not s.persistent and s.epochs_started > 0
+        key = name if name != FORKED or forked else f"{FORKED} ({'persistent' if s.persistent else 'no epoch'})"
         measured = (
             cf.measured(Fix.PERSISTENT)
             if forked
@@ -65,9 +68,11 @@ def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
 
 
 def predict(e: Evidence, fix: Fix, workers: int | None) -> Predicted | Unavailable:
-    """Persistent workers cut the workers' start-up, the loader's CPU beyond its stages."""
+    """Persistent workers cut the workers' start-up at each epoch, part of the loader's CPU beyond its stages."""
     if FORKED not in e.stages.by:
         return Unavailable("the loader ledger measured no worker start-up")
+    if e.stages.epochs_started == 0:
+        return Unavailable("no epoch began in the window, so its workers' start-up at an epoch was not measured")
     return model.predict_cut(e, e.stages.shares[FORKED], FORKED)
 
 

@@ -1,0 +1,114 @@
+"""Which fixes the doctor runs, skips, and why (perfsuite.tools.doctor.plan), decided from the first run's recorded
+evidence before anything runs: table-driven, without running jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from doctor_evidence import recorded_contention, result
+
+from perfsuite.tools.doctor import plan
+from perfsuite.tools.doctor.evidence import gather
+from perfsuite.tools.doctor.model import Fix
+
+BUSY = recorded_contention(0.98, 3.5, neighbours=0.6, threads=2)  # the BiSeNet case: 98% pressure on 2 cores
+PERSISTENT = plan.Candidate(Fix.PERSISTENT, "persistent_workers False -> True")
+FEWER = plan.Candidate(Fix.FEWER_WORKERS, "num_workers 2 -> 1", workers=1)
+THREADS = plan.Candidate(Fix.THREADS, "torch threads 2 -> 1", threads=1)
+MORE = plan.Candidate(Fix.MORE_WORKERS, "num_workers 2 -> 4", workers=4)
+SHORT = plan.Window(steps=4, warmup=3, epoch_batches=24)  # the runs stop at batch 7 of a 24-batch epoch
+
+
+def first_run(epochs: int = 0, environment: dict[str, Any] | None = None, **kw: Any) -> Any:
+    r = result(
+        epoch_fetch=[200.0] * epochs, environment=environment or recorded_contention(0.05, 0.5), cores_busy=1.0, **kw
+    )
+    r.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = epochs
+    return gather([r], [], 2)
+
+
+def decided(p: plan.Plan) -> list[tuple[Fix, bool, int | None]]:
+    return [(c.fix, c.run, c.steps) for c in p.choices]
+
+
+CASES = {
+    # name: (evidence, window, candidates, run_s, left_s, [(fix, run, steps)], {fix: words in why})
+    "busy machine at the default budget: fewer threads first, persistent workers not lengthened past the budget": (
+        first_run(environment=BUSY),
+        SHORT,
+        [PERSISTENT, FEWER, THREADS],
+        51.0,
+        249.0,
+        [(Fix.THREADS, True, None), (Fix.PERSISTENT, False, 23), (Fix.FEWER_WORKERS, False, None)],
+        {
+            Fix.PERSISTENT: ["lengthened to 23 measured steps", "left out to keep within --budget"],
+            Fix.FEWER_WORKERS: ["cannot be decided in the budget", "within the job's own spread"],
+        },
+    ),
+    "no budget: persistent workers lengthened so an epoch boundary falls inside": (
+        first_run(environment=BUSY),
+        SHORT,
+        [PERSISTENT, THREADS],
+        51.0,
+        None,
+        [(Fix.THREADS, True, None), (Fix.PERSISTENT, True, 23)],
+        {},
+    ),
+    "epoch length unknown: persistent workers skipped, saying why": (
+        first_run(),
+        plan.Window(steps=4, warmup=3),
+        [PERSISTENT, THREADS],
+        10.0,
+        None,
+        [(Fix.THREADS, True, None), (Fix.PERSISTENT, False, None)],
+        {Fix.PERSISTENT: ["no epoch boundary falls inside the 4 measured steps", "not known"]},
+    ),
+    "an epoch in the window: persistent workers run as they are, largest predicted gain first": (
+        first_run(epochs=6, host=[300.0] * 18, fetch=[200.0, 10.0, 0.0] * 6),
+        SHORT,
+        [THREADS, PERSISTENT],
+        10.0,
+        None,
+        [(Fix.THREADS, True, None), (Fix.PERSISTENT, True, None)],
+        {},
+    ),
+    "a budget too short for any fix's two rounds: the top fix is measured all the same": (
+        first_run(environment=BUSY),
+        SHORT,
+        [THREADS, MORE],
+        60.0,
+        30.0,
+        [(Fix.THREADS, True, None), (Fix.MORE_WORKERS, False, None)],
+        {
+            Fix.THREADS: ["the top fix is measured", "each fix needs 2 rounds"],
+            Fix.MORE_WORKERS: ["each fix needs 2 rounds", "left out to keep within --budget"],
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_fixes_run_and_skipped_follow_the_evidence(case: str) -> None:
+    e, window, candidates, run_s, left_s, expected, words = CASES[case]
+    p = plan.choose(candidates, e, window, run_s, left_s)
+    assert decided(p) == expected, [(c.fix, c.run, c.why) for c in p.choices]
+    for fix, needed in words.items():
+        why = next(c.why for c in p.choices if c.fix is fix)
+        assert all(w in why for w in needed), why
+
+
+def test_a_fix_predicted_to_change_nothing_is_said_so_not_run_and_an_unpredicted_one_runs_last() -> None:
+    """The step fed a cached batch takes as long as the window's: no wait for a core to give back."""
+    e = first_run(host=[300.0] * 18, fetch=[10.0] * 18, sol=[290.0] * 5)
+    p = plan.choose([FEWER, MORE, THREADS], e, SHORT, 10.0, None)
+    assert decided(p) == [(Fix.MORE_WORKERS, True, None), (Fix.FEWER_WORKERS, False, None), (Fix.THREADS, False, None)]
+    assert all("cannot be decided in the budget: predicted x1.00" in c.why for c in p.choices if not c.run)
+
+
+def test_the_jobs_own_spread_is_read_from_its_first_runs_blocks() -> None:
+    steady = first_run(host=[200.0] * 16, fetch=[10.0] * 16)
+    assert plan.own_spread(steady) == 0.0
+    varied = first_run(host=[100.0] * 8 + [300.0] * 8, fetch=[10.0] * 16)
+    assert plan.own_spread(varied) == pytest.approx(0.5)
+    assert plan.own_spread(first_run(host=[100.0] * 3, fetch=[1.0] * 3)) is None
