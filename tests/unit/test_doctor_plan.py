@@ -112,3 +112,10 @@ def test_the_jobs_own_spread_is_read_from_its_first_runs_blocks() -> None:
     varied = first_run(host=[100.0] * 8 + [300.0] * 8, fetch=[10.0] * 16)
     assert plan.own_spread(varied) == pytest.approx(0.5)
     assert plan.own_spread(first_run(host=[100.0] * 3, fetch=[1.0] * 3)) is None
+
+
+def test_where_every_fix_is_within_the_spread_the_top_one_is_measured_all_the_same_saying_so() -> None:
+    e = first_run(host=[300.0] * 18, fetch=[10.0] * 18, sol=[290.0] * 5)
+    p = plan.choose([FEWER, THREADS], e, SHORT, 10.0, 5.0)
+    assert decided(p) == [(Fix.FEWER_WORKERS, True, None), (Fix.THREADS, False, None)]
+    assert "run all the same so that one fix is measured" in p.choices[0].why

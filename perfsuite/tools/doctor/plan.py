@@ -13,7 +13,8 @@ After the first unchanged run, each candidate fix (:class:`Candidate`, from :fun
 
 The budget goes to the fixes left, the busy-machine fix (fewer intra-op threads) first when the machine's CPU
 pressure is high, then by predicted gain (a fix without a prediction last). Each fix needs two rounds (a run of
-it beside a run of the job as it is, twice) for its interval; whatever the budget, the first fix is measured.
+it beside a run of the job as it is, twice) for its interval; whatever the budget, the first fix is measured (where
+every fix is within the spread, the one predicted largest, saying its interval may not decide).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from perfsuite.tools.doctor.model import Fix, Predicted, Unavailable, known
 
 BLOCKS = 4  # the first run's window cut into this many blocks to read its own spread
 ROUNDS = 2  # the fewest rounds that give a measurement its interval
+UNDECIDABLE = "cannot be decided in the budget"
 
 
 @dataclass(frozen=True)
@@ -137,12 +139,19 @@ def choose(
             continue
         if isinstance(p, Predicted) and spread is not None and abs(p.ratio - 1.0) <= spread:
             why = (
-                f"cannot be decided in the budget: predicted x{p.ratio:.2f}, within the job's own spread "
+                f"{UNDECIDABLE}: predicted x{p.ratio:.2f}, within the job's own spread "
                 f"(+-{spread:.0%} between blocks of its first run)"
             )
             done.append(Choice(c, p, False, why))
             continue
         pending.append(Choice(c, p, True, "", steps))
+    undecidable = [c for c in done if c.why.startswith(UNDECIDABLE)]
+    if not pending and undecidable:  # nothing else can run: the top fix is measured all the same, saying so
+        top = min(undecidable, key=lambda ch: order(ch, pressure))
+        done.remove(top)
+        pending.append(
+            _why(top, top.why + "; run all the same so that one fix is measured: its interval may not decide")
+        )
     pending.sort(key=lambda ch: order(ch, pressure))
     return Plan(tuple(fit(pending, window, run_s, left_s, rounds) + done), spread)
 
