@@ -202,4 +202,5 @@ def cost_s(c: Choice, window: Window, run_s: float) -> float:
 
 
 def _why(c: Choice, why: str) -> Choice:
-    return Choice(c.candidate, c.predicted, True, why, c.steps)
+    """``c`` to run, with ``why`` after any reason it already had."""
+    return Choice(c.candidate, c.predicted, True, f"{c.why}; {why}" if c.why else why, c.steps)
