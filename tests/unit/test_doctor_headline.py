@@ -4,6 +4,7 @@ with what would decide it. Table-driven over hand-made and recorded (H200) Resul
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from doctor_evidence import recorded_contention, result
 
-from perfsuite.core.results import Result
+from perfsuite.core.results import Metric, Result
 from perfsuite.harness.runner import INPUT_BANDS
 from perfsuite.tools import doctor
 from perfsuite.tools.doctor.model import Counterfactuals, Efficiency
@@ -22,6 +23,15 @@ BANDS = [name for _, name in INPUT_BANDS]
 
 def h200(name: str) -> Result:
     return Result.from_json((H200 / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def with_gpu_idle(r: Result, frac: float, low: float, high: float) -> Result:
+    """``r`` with the GPU's idle time as perfsuite.harness.idle records it (value, its interval, its steps)."""
+    metrics = {
+        **r.metrics,
+        "gpu_idle_frac": Metric("gpu_idle_frac", frac, "fraction", detail={"interval": [low, high], "steps": 12}),
+    }
+    return dataclasses.replace(r, metrics=metrics)
 
 
 CASES: dict[str, Any] = {
@@ -42,6 +52,9 @@ CASES: dict[str, Any] = {
     ],
     "H200 seed": lambda: [h200("seed-a")],
     "H200 tuned": lambda: [h200("tuned")],
+    "H200 seed, GPU idle decided": lambda: [with_gpu_idle(h200("seed-a"), 0.30, 0.24, 0.37)],
+    "H200 seed, GPU idle across the 20% edge": lambda: [with_gpu_idle(h200("seed-a"), 0.22, 0.15, 0.30)],
+    "H200 seed, GPU idle across the 5% edge": lambda: [with_gpu_idle(h200("seed-a"), 0.06, 0.01, 0.12)],
 }
 
 
@@ -88,3 +101,16 @@ def test_the_headline_is_the_decided_bottleneck_else_not_decided(case: str, head
 def test_not_decided_on_a_busy_machine_names_a_quieter_one() -> None:
     d = doctor.assess("x", CASES["spans 5% on a busy machine"](), [], Counterfactuals(), 2)
     assert d.evidence.wait.input_bound is None and "a quieter machine" in d.bottleneck
+
+
+def test_on_cuda_the_band_reads_the_gpus_idle_time_not_the_hosts_wait() -> None:
+    """Observed on the H200: the headline from the host's wait (44%) beside NVML's 75% utilisation."""
+    d = doctor.assess("x", CASES["H200 seed, GPU idle across the 5% edge"](), [], Counterfactuals(), 2)
+    w = d.evidence.wait
+    assert w.source == "GPU idle" and (w.share, w.low, w.high) == (0.06, 0.01, 0.12) and w.band is None
+    assert d.bottleneck.startswith("not decided: GPU idle 6.0% [95% CI 1.0%..12.0%] spans the 5% edge")
+    decided = doctor.assess("x", CASES["H200 seed, GPU idle decided"](), [], Counterfactuals(), 2)
+    assert decided.evidence.wait.band == "highly input-bound" and decided.bottleneck.startswith("highly input-bound")
+    host = doctor.assess("x", [h200("seed-a")], [], Counterfactuals(), 2)  # recorded before gpu_idle_frac existed
+    assert host.evidence.wait.source == "data wait"
+    assert any("gpu_idle_frac unavailable (no probe measured gpu_idle_frac" in n for n in host.notes)

@@ -13,7 +13,16 @@ from perfsuite.tools.doctor import predictions, rules
 from perfsuite.tools.doctor.diagnosis import tried
 from perfsuite.tools.doctor.evidence import Evidence, gather
 from perfsuite.tools.doctor.model import Counterfactuals, Fix, Periodic, Predicted
-from perfsuite.tools.doctor.rules import busy, oversubscribed, periodic, step, syncs, worker_count, workers_zero
+from perfsuite.tools.doctor.rules import (
+    busy,
+    oversubscribed,
+    periodic,
+    sm_underused,
+    step,
+    syncs,
+    worker_count,
+    workers_zero,
+)
 
 WAITING = {"fetch": [200.0, 100.0, 90.0] * 6, "host": [400.0, 250.0, 240.0] * 6}  # data wait ~45%
 NOT_WAITING = {"fetch": [1.0, 0.5, 0.0] * 6, "host": [200.0] * 18, "epoch_fetch": []}  # data wait ~0.3%
@@ -108,3 +117,23 @@ def test_a_fix_is_predicted_by_the_rule_that_names_it() -> None:
     e = evidence(result(cores_busy=1.4, environment=recorded_contention(0.9, 3.0), **WAITING))
     assert rules.predict_fix(e, Fix.THREADS) == predictions.wait_for_a_core(e)
     assert not isinstance(rules.predict_fix(e, Fix.PIN_MEMORY), Predicted)
+
+
+def test_a_busy_gpu_whose_sms_are_half_used_is_named_with_its_fix() -> None:
+    """The recorded H200 runs: tuned (gpu_util 0.97, gpu_sm_util 0.53) and the seed (0.75, 0.64)."""
+    from pathlib import Path
+
+    from perfsuite.core.results import Result
+
+    def h200(name: str) -> Result:
+        path = Path(__file__).parents[1] / "data" / "results" / "h200" / f"{name}.json"
+        return Result.from_json(path.read_text(encoding="utf-8"))
+
+    (f,) = sm_underused.find(evidence(h200("tuned")), Counterfactuals())
+    assert f.title == "GPU busy but its SMs not: NVML utilisation 97%, SM activity 53%"
+    assert (
+        f.fix == "a larger batch (more work per kernel); compile='default' (torch.compile: fused kernels); "
+        "channels_last=True"
+    )
+    assert sm_underused.find(evidence(h200("seed-a")), Counterfactuals()) == []  # 75% busy: not this finding
+    assert sm_underused.find(evidence(result()), Counterfactuals()) == []  # a CPU run: no NVML, no GPM

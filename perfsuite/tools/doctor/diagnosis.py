@@ -9,7 +9,7 @@ from typing import Any
 from perfsuite.core.results import Result
 from perfsuite.judge.contention import contended_run
 from perfsuite.tools.doctor import rules
-from perfsuite.tools.doctor.evidence import Evidence, gather
+from perfsuite.tools.doctor.evidence import GPU_IDLE, Evidence, gather
 from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Predicted, Tried, Unavailable, plain
 from perfsuite.tools.doctor.stats import ratio_interval
 
@@ -131,6 +131,12 @@ def assess(
     """The evidence of the unchanged runs, and the findings it and the counterfactuals give."""
     e = gather(results, summaries, usable)
     notes = sorted({n for r in results for n in r.notes if not n.startswith("oversubscribed:")})
+    idle = e.last.metric("gpu_idle_frac")
+    if e.device.startswith("cuda") and e.wait.source != GPU_IDLE:
+        notes.append(
+            "the band reads the host's wait for the batch, which overlaps the GPU's work on CUDA: gpu_idle_frac "
+            f"unavailable ({idle.reason or 'not recorded'})"
+        )
     if e.periodic.reason and "too few" in e.periodic.reason:
         notes.append(f"periodic work: {e.periodic.reason}; nothing was kept out of input efficiency (--steps)")
     return Diagnosis(target, e, cf, rank(rules.run(e, cf)), notes)

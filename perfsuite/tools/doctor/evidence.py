@@ -30,7 +30,7 @@ from perfsuite.tools.doctor.model import (
     WaitBand,
     known,
 )
-from perfsuite.tools.doctor.stats import wait_band
+from perfsuite.tools.doctor.stats import banded, wait_band
 
 BUSY_PRESSURE = 0.20  # some task waited for a core this share of the time: the step's thread waits too
 BUSY_RUN_QUEUE = 1.0  # runnable tasks per usable core
@@ -81,7 +81,7 @@ def gather(results: Sequence[Result], summaries: Sequence[Mapping[str, Any]], us
         [window.recorded_periodic(r) for r in results],
         window.sync_periods(last),
     )
-    wait = wait_band(fetch, host)
+    wait = gpu_idle_band(results) or wait_band(fetch, host)
     obs = observed(summaries, last)
     led = window.ledger(fetch, host, sol, obs, last.fingerprint.device, periodic)
     cached = window.cached_batch(host, sol, led, periodic, fetch)
@@ -100,6 +100,26 @@ def gather(results: Sequence[Result], summaries: Sequence[Mapping[str, Any]], us
     return Evidence(
         tuple(results), usable, wait, periodic, obs, led, cached, eff, stages(last, wait.share, cached), contention
     )
+
+
+GPU_IDLE = "GPU idle"
+
+
+def gpu_idle_band(results: Sequence[Result]) -> WaitBand | None:
+    """On CUDA, the band from the GPU's own idle time (``gpu_idle_frac``, CUDA events at the step edges) in place of
+    the host's wait, which overlaps the GPU's work there; None where any run lacks it (a CPU run: the host's wait
+    is the figure). Over several runs: their mean, within the span of their intervals."""
+    if not results or not all(r.fingerprint.device.startswith("cuda") for r in results):
+        return None
+    metrics = [r.metric("gpu_idle_frac") for r in results]
+    if not all(m.available and m.value is not None for m in metrics):
+        return None
+    values = [float(m.value) for m in metrics]  # type: ignore[arg-type]
+    intervals = [m.detail.get("interval") or [v, v] for m, v in zip(metrics, values)]
+    steps = sum(int(m.detail.get("steps") or 0) for m in metrics)
+    low = min(float(i[0]) for i in intervals)
+    high = max(float(i[1]) for i in intervals)
+    return banded(sum(values) / len(values), low, high, steps, GPU_IDLE)
 
 
 def observed(summaries: Sequence[Mapping[str, Any]], result: Result | None = None) -> Observed:

@@ -14,6 +14,7 @@ from perfsuite.tools.doctor.rules import (
     measured,
     oversubscribed,
     periodic,
+    sm_underused,
     stages,
     step,
     syncs,
@@ -31,6 +32,7 @@ RULES: tuple[Rule, ...] = (
     worker_count.RULE,
     periodic.RULE,
     syncs.RULE,
+    sm_underused.RULE,
 )
 
 
