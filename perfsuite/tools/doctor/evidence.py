@@ -201,7 +201,7 @@ def own_load(c: Contention) -> list[str]:
     """Why the job's own threads and workers slow its step: its intra-op threads and the cores its loader kept busy
     (its worker count where that was not read) beyond the usable cores."""
     threads, workers, usable = c.threads or 1, c.workers or 0, c.usable_cores
-    loader = known(c.loader_cores_busy)
+    loader = known(c.loader_cores_busy) if workers else 0.0  # without workers the loading is the training thread's
     if threads + (workers if loader is None else loader) <= usable:
         return []
     kept = f"{workers} loader worker(s)" + (f" keeping {loader:.2f} core(s) busy" if loader is not None else "")
