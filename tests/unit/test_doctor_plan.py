@@ -119,3 +119,33 @@ def test_where_every_fix_is_within_the_spread_the_top_one_is_measured_all_the_sa
     p = plan.choose([FEWER, THREADS], e, SHORT, 10.0, 5.0)
     assert decided(p) == [(Fix.FEWER_WORKERS, True, None), (Fix.THREADS, False, None)]
     assert "run all the same so that one fix is measured" in p.choices[0].why
+
+
+class _Ledger:
+    """The step ledger probe's stand-in: its summary of one run."""
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+
+def test_a_jobs_runs_shorter_than_its_epoch_are_lengthened_for_persistent_workers_and_paired_at_that_length() -> None:
+    """The runner's side of the plan: a Job's DataLoader of 24 batches, 3 warm-up and 4 measured steps (the runs stop
+    at batch 7): the persistent-workers arm and the unchanged runs paired with it run 23 measured steps."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import perfsuite
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.tools.doctor.budget import Budget
+    from perfsuite.tools.doctor.runs import epoch_batches, planned
+
+    loader = DataLoader(TensorDataset(torch.zeros(96, 2)), batch_size=4, num_workers=2)
+    spec = RunSpec(perfsuite.Job(step=lambda b: b, loader=loader), steps=4, warmup=3)
+    assert epoch_batches(spec) == 24
+    first = result(epoch_fetch=[], environment=BUSY, cores_busy=1.0)
+    first.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = 0
+    arms, why = planned(spec, first, _Ledger(), 2, 10.0, Budget(None), 2)
+    persistent = next(a for a in arms if a.fix is Fix.PERSISTENT)
+    assert persistent.spec.steps == 23 and persistent.base is not None and persistent.base.steps == 23
+    assert persistent.base.workload is spec.workload  # the job as it is, only longer
+    assert all(a.base is None for a in arms if a.fix is not Fix.PERSISTENT)
