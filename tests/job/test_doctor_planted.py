@@ -142,8 +142,11 @@ def test_a_heavy_step_is_not_input_bound() -> None:
     the data-wait interval crossed the 5% edge); 20 steps narrow the interval."""
     job = planted(step_ms=100.0, workers=1)
     d = diagnose(RunSpec(job, steps=20, warmup=2, observe_steps=1), "planted", rounds=1, counterfactuals=False)
-    lead = next(f for f in d.findings if f.bottleneck)
-    assert lead.title.startswith(("not input-bound", "busy machine", "oversubscribed cores")), d.findings
+    lead = next((f for f in d.findings if f.bottleneck), None)
+    if lead is None:  # under load the wait's interval can still cross the 5% edge: the headline says so, no band
+        assert d.evidence.wait.input_bound is None and d.bottleneck.startswith("not decided"), d.bottleneck
+    else:
+        assert lead.title.startswith(("not input-bound", "busy machine", "oversubscribed cores")), d.findings
     parts = d.evidence.ledger.parts  # compute, or compute and the rest where the cached batch ran on a busier moment
     assert (parts.get("compute") or parts["compute and the rest"]) > 0.5 * d.evidence.ledger.step_ms
     _consistent(d)
