@@ -149,3 +149,26 @@ def test_a_jobs_runs_shorter_than_its_epoch_are_lengthened_for_persistent_worker
     assert persistent.spec.steps == 23 and persistent.base is not None and persistent.base.steps == 23
     assert persistent.base.workload is spec.workload  # the job as it is, only longer
     assert all(a.base is None for a in arms if a.fix is not Fix.PERSISTENT)
+
+
+def test_a_scripts_counterfactuals_are_planned_from_its_first_run() -> None:
+    """The BiSeNet case as a script: 2 workers, 2 threads, 98% pressure, runs that stop at batch 7 of 24. Fewer
+    threads runs first; persistent workers are lengthened past the epoch when nothing bounds the time, and left
+    out, saying so, at the default budget."""
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.tools.doctor.budget import Budget
+    from perfsuite.tools.doctor.script import Run, choose, planned
+
+    first_result = result(epoch_fetch=[], environment=BUSY, cores_busy=1.0)
+    first_result.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = 0
+    loader = {"site": {"file": "train.py", "line": 88}, "given": {"num_workers": 2}, "threads": 2, "batches": 24}
+    first = Run(first_result, {}, loader)
+    options = choose(first, usable=2)
+    assert [o.fix for o in options] == [Fix.PERSISTENT, Fix.FEWER_WORKERS, Fix.THREADS]
+    spec = RunSpec("face_parsing", steps=4, warmup=3)  # the plan reads only its lengths
+    unlimited, _ = planned(spec, first, options, 2, 51.0, Budget(None), 3)
+    assert [(c.fix, c.steps) for c in unlimited][:2] == [(Fix.THREADS, None), (Fix.PERSISTENT, 23)]
+    budget = Budget(300.0)
+    default, left = planned(spec, first, options, 2, 51.0, budget, 3)
+    assert [c.fix for c in default] == [Fix.THREADS] and "lengthened to 23" in left[Fix.PERSISTENT]
+    assert any("each fix needs 2 rounds" in x for x in budget.left_out)
