@@ -3,6 +3,7 @@ evidence before anything runs: table-driven, without running jobs."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pytest
@@ -20,7 +21,13 @@ MORE = plan.Candidate(Fix.MORE_WORKERS, "num_workers 2 -> 4", workers=4)
 SHORT = plan.Window(steps=4, warmup=3, epoch_batches=24)  # the runs stop at batch 7 of a 24-batch epoch
 
 
+# 16 steps whose 4 blocks' medians are 150, 160, 140 and 150 ms: the job's own spread is 5.4%.
+HOST = [300.0, 150.0, 140.0, 150.0, 300.0, 160.0, 150.0, 160.0, 300.0, 140.0, 130.0, 140.0, 300.0, 150.0, 145.0, 150.0]
+FETCH = [200.0, 10.0, 0.0, 5.0] * 4
+
+
 def first_run(epochs: int = 0, environment: dict[str, Any] | None = None, **kw: Any) -> Any:
+    kw = {"host": HOST, "fetch": FETCH, **kw}
     r = result(
         epoch_fetch=[200.0] * epochs, environment=environment or recorded_contention(0.05, 0.5), cores_busy=1.0, **kw
     )
@@ -110,7 +117,9 @@ def test_the_jobs_own_spread_is_read_from_its_first_runs_blocks() -> None:
     steady = first_run(host=[200.0] * 16, fetch=[10.0] * 16)
     assert plan.own_spread(steady) == 0.0
     varied = first_run(host=[100.0] * 8 + [300.0] * 8, fetch=[10.0] * 16)
-    assert plan.own_spread(varied) == pytest.approx(0.5)
+    assert plan.own_spread(varied) == pytest.approx(statistics.stdev([100, 100, 300, 300]) / 200)
+    spiked = first_run(host=[100.0, 100.0, 100.0, 900.0] * 4, fetch=[10.0] * 16)
+    assert plan.own_spread(spiked) == 0.0  # one slow step a block (an epoch start) is not the job's spread
     assert plan.own_spread(first_run(host=[100.0] * 3, fetch=[1.0] * 3)) is None
 
 
@@ -159,8 +168,7 @@ def test_a_scripts_counterfactuals_are_planned_from_its_first_run() -> None:
     from perfsuite.tools.doctor.budget import Budget
     from perfsuite.tools.doctor.script import Run, choose, planned
 
-    first_result = result(epoch_fetch=[], environment=BUSY, cores_busy=1.0)
-    first_result.metrics["loader_process_cpu_ms_per_sample"].detail["epochs_started"] = 0
+    first_result = first_run(environment=BUSY).results[0]
     loader = {"site": {"file": "train.py", "line": 88}, "given": {"num_workers": 2}, "threads": 2, "batches": 24}
     first = Run(first_result, {}, loader)
     options = choose(first, usable=2)

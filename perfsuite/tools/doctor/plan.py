@@ -8,8 +8,8 @@ After the first unchanged run, each candidate fix (:class:`Candidate`, from :fun
   lengthened so one does, when the epoch's length is known and the budget holds them; otherwise it is skipped,
   saying why;
 * **can its effect be told from the job's own spread?** A fix predicted to change samples/s by less than the
-  spread of the first run's own step times (the half-range of its blocks' means) cannot be decided in the
-  budget: it is said so instead of run. A fix predicted to cost is not run either.
+  spread of the first run's own step times (the relative standard deviation of its blocks' medians) cannot be
+  decided in the budget: it is said so instead of run. A fix predicted to cost is not run either.
 
 The budget goes to the fixes left, the busy-machine fix (fewer intra-op threads) first when the machine's CPU
 pressure is high, then by predicted gain (a fix without a prediction last). Each fix needs two rounds (a run of
@@ -82,15 +82,18 @@ class Window:
 
 
 def own_spread(e: Evidence) -> float | None:
-    """The relative half-range of the first run's block mean steps: how far its own runs may differ with nothing
-    changed (None with fewer than 2 steps a block)."""
+    """How far the job's own runs may differ with nothing changed: the relative standard deviation of the first
+    run's block medians (a median per block, so one slow step, an epoch start, does not make the block), None with
+    fewer than 2 blocks of 2 steps."""
+    import statistics
+
     host = list(e.results[0].samples.get("host_step_ms", []))
     n = len(host) // BLOCKS if len(host) >= 2 * BLOCKS else len(host) // 2
     if n < 2:
         return None
-    means = [sum(host[i : i + n]) / n for i in range(0, n * (len(host) // n), n)]
-    mid = sum(means) / len(means)
-    return (max(means) - min(means)) / 2 / mid if mid > 0 else None
+    medians = [statistics.median(host[i : i + n]) for i in range(0, n * (len(host) // n), n)]
+    mid = statistics.fmean(medians)
+    return statistics.stdev(medians) / mid if mid > 0 else None
 
 
 def epochs_in_window(e: Evidence) -> int:
@@ -145,15 +148,14 @@ def choose(
             done.append(Choice(c, p, False, why))
             continue
         pending.append(Choice(c, p, True, "", steps))
+    pending.sort(key=lambda ch: order(ch, pressure))
+    fitted = fit(pending, window, run_s, left_s, rounds)
     undecidable = [c for c in done if c.why.startswith(UNDECIDABLE)]
-    if not pending and undecidable:  # nothing else can run: the top fix is measured all the same, saying so
+    if not any(c.run for c in fitted) and undecidable:  # nothing else runs: the top fix is measured all the same
         top = min(undecidable, key=lambda ch: order(ch, pressure))
         done.remove(top)
-        pending.append(
-            _why(top, top.why + "; run all the same so that one fix is measured: its interval may not decide")
-        )
-    pending.sort(key=lambda ch: order(ch, pressure))
-    return Plan(tuple(fit(pending, window, run_s, left_s, rounds) + done), spread)
+        fitted.insert(0, _why(top, "run all the same so that one fix is measured: its interval may not decide it"))
+    return Plan(tuple(fitted + done), spread)
 
 
 def order(c: Choice, pressure: float) -> tuple[int, float]:
