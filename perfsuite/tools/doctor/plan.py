@@ -175,7 +175,11 @@ def fit(pending: list[Choice], window: Window, run_s: float, left_s: float | Non
     used = run_s * (rounds - 1)  # the later rounds' unchanged runs
     for c in pending:
         cost = cost_s(c, window, run_s) * rounds
-        name = f"{c.candidate.label}: each fix needs {rounds} rounds (a run of it beside a run as it is, each round)"
+        name = f"{c.candidate.label}: " + (
+            f"each fix needs {rounds} rounds (a run of it beside a run as it is, each round)"
+            if rounds > 1
+            else "each fix needs a run beside the first (one round: a ratio without an interval)"
+        )
         if c.steps is not None:
             name += (
                 f", its runs and theirs lengthened to {c.steps} measured steps so an epoch boundary "
