@@ -74,7 +74,7 @@ def test_a_busy_machine_is_other_processes_load_never_the_jobs_own_threads_and_w
     e = evidence(result(environment=own, cores_busy=1.2, sol=[60.0] * 5, **NOT_WAITING))
     assert not e.contention.busy and busy.find(e, Counterfactuals()) == []
     (f,) = oversubscribed.find(e, Counterfactuals())
-    assert f.title == "oversubscribed cores: the job's own 2 thread(s) and 2 worker(s) on 2"
+    assert f.title == "oversubscribed cores: the job's own 2 thread(s) and 2 worker(s) on 2 usable core(s)"
     assert "keeping 1.20 core(s) busy" in f.evidence and "the job's own included" in f.evidence
     assert f.fix.startswith("torch.set_num_threads(1)") and f.bottleneck  # no neighbour explains the wait
     d = doctor.assess(

@@ -30,7 +30,8 @@ def find(e: Evidence, cf: Counterfactuals) -> list[Finding]:
         fixes.append(fewer.change if fewer is not None else f"fewer workers (num_workers<{workers})")
     return [
         Finding(
-            f"oversubscribed cores: the job's own {threads} thread(s) and {workers} worker(s) on {c.usable_cores}",
+            f"oversubscribed cores: the job's own {threads} thread(s) and {workers} worker(s) on "
+            f"{c.usable_cores} usable core(s)",
             "; ".join(c.own) + f" (read from {c.source})",
             "; ".join(fixes) or "fewer threads or workers than usable cores",
             "cores",
