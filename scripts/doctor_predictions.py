@@ -1,6 +1,7 @@
 """perfsuite doctor's predicted gains against measured ones, on planted jobs whose fix is known exactly.
 
     python scripts/doctor_predictions.py [--pairs 3] [--steps 12] [--out docs/data/doctor_predictions.json]
+    python scripts/doctor_predictions.py --top-fix [--budget 5] [--busy] [--out docs/data/doctor_top_fix.json]
 
 Each case is a tiny job with one planted cost or setting: workers forked again at each epoch (persistent
 workers), 2 workers filling 2 cores (fewer workers), 1 worker beside a free core (more workers), 2 intra-op
@@ -10,6 +11,12 @@ its finding for that cost (or, for a worker count, its model for that count) giv
 ratio of the fix; the fix is then measured as interleaved pairs of single runs against the job as it is (ABBA
 order), with a 95% t-interval of the ratio. Prints the markdown table of docs/loader.md with the load average
 before and after, and the median and worst ratio of predicted to measured.
+
+``--top-fix`` (issue 55) instead diagnoses each of :data:`TOP_FIX_CASES` twice with its counterfactuals, at
+``--budget`` minutes (the script default, 5) and with no budget, and tabulates the fix the first named (its
+largest measured gain) against the best fix the second measured: a run that ends before its epoch does, a job
+whose best fix is not the first rule's, and with ``--busy`` a job beside 2 busy processes (it loads the machine
+for minutes: not on a shared one).
 """
 
 from __future__ import annotations
@@ -189,6 +196,93 @@ CASES: list[tuple[str, str, Predict, Callable[[], Job], Callable[[], Job], str]]
 ]
 
 
+# (case, the job as it is, RunSpec lengths, processes kept busy beside it)
+TOP_FIX_CASES: list[tuple[str, Callable[[], Job], dict[str, int], int]] = [
+    (
+        "runs end before the epoch (100 batches, 12 steps), workers not persistent",
+        lambda: planted(decode_ms=0.5, workers=1, persistent=False, size=400),
+        {"steps": 12, "warmup": 2},
+        0,
+    ),
+    (
+        "1 worker beside a free core, decode 2 ms (best: more workers, not the stage rule's decode)",
+        lambda: planted(decode_ms=2.0, workers=1),
+        {"steps": 12, "warmup": 2},
+        0,
+    ),
+    (
+        "2 intra-op threads, 1 worker, beside 2 busy processes",
+        lambda: planted(decode_ms=1.0, workers=1, threads=2),
+        {"steps": 12, "warmup": 2},
+        2,
+    ),
+]
+
+
+def _burners(n: int) -> list[Any]:
+    import subprocess
+
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def top_fix(d: Diagnosis) -> tuple[str, float | None]:
+    """The fix a diagnosis names first by measurement (its largest measured gain), or its headline where none."""
+    gains = [
+        (t.fix.value, t.measured.ratio) for t in d.counterfactuals.tried.values() if isinstance(t.measured, Measured)
+    ]
+    best = max(gains, key=lambda g: g[1], default=None)
+    return (
+        (best[0], best[1]) if best is not None and best[1] > 1.0 else (f"none measured above x1 ({d.bottleneck})", None)
+    )
+
+
+def top_fix_table(budget: float, busy: bool, out: Path | None) -> int:
+    from perfsuite.tools.doctor import Budget
+
+    rows = []
+    before = _load()
+    for name, make, lengths, burn_n in TOP_FIX_CASES:
+        if burn_n and not busy:
+            rows.append({"case": name, "skipped": "needs --busy (2 busy processes beside it)"})
+            continue
+        burners = _burners(burn_n)
+        try:
+            got = {}
+            for label, minutes in (("default", budget), ("unlimited", None)):
+                t0 = time.monotonic()
+                d = diagnose(RunSpec(make(), observe_steps=1, **lengths), name, 3, budget=Budget.minutes(minutes))
+                torch.set_num_threads(1)
+                got[label] = {
+                    "top": top_fix(d),
+                    "tried": {
+                        t.fix.value: getattr(t.measured, "ratio", None) for t in d.counterfactuals.tried.values()
+                    },
+                    "not_tried": {k.value: v for k, v in d.counterfactuals.not_tried.items()},
+                    "seconds": round(time.monotonic() - t0, 1),
+                }
+                print(f"{name} [{label}]: {got[label]}", file=sys.stderr)
+        finally:
+            for p in burners:
+                p.kill()
+        rows.append(
+            {"case": name, **got, "same": got["default"]["top"][0] == got["unlimited"]["top"][0], "load": _load()}
+        )
+    print(f"load average before: {before}; after: {_load()}; --budget {budget:g} min against no budget\n")
+    print("| case | top fix at --budget | best fix, no budget | same |")
+    print("|---|---|---|---|")
+    for r in rows:
+        if "skipped" in r:
+            print(f"| {r['case']} | {r['skipped']} | | |")
+            continue
+        d, u = r["default"]["top"], r["unlimited"]["top"]
+        shown = [f"{fix}" + (f" x{ratio:.2f}" if ratio else "") for fix, ratio in (d, u)]
+        print(f"| {r['case']} | {shown[0]} | {shown[1]} | {'yes' if r['same'] else 'no'} |")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"budget_min": budget, "rows": rows}, indent=2, default=str) + "\n")
+    return 0
+
+
 def _load() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -214,8 +308,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--only", default=None, help="run only the cases whose name contains this")
+    parser.add_argument("--top-fix", action="store_true", help="the top fix at --budget against no budget")
+    parser.add_argument("--budget", type=float, default=5.0, help="with --top-fix: the budget in minutes")
+    parser.add_argument("--busy", action="store_true", help="with --top-fix: run the case beside 2 busy processes")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.top_fix:
+        return top_fix_table(args.budget, args.busy, args.out)
     rows = []
     before = _load()
     for name, what, predict, base, fixed, fix in CASES:

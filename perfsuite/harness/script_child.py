@@ -6,7 +6,7 @@ counterfactual, the :class:`perfsuite.harness.loader_args.Override` to set on th
 loader. The child runs the script under the same phases as ``perfsuite exec`` with every
 probe plus the step ledger, and writes ``DIR/result.json`` (the Result), ``DIR/ledger.json``
 (the step ledger's summary) and ``DIR/loader.json`` (where the training loader was built, the
-arguments the script gave, those perfsuite set, the intra-op threads). A failure writes
+arguments the script gave, those perfsuite set, the intra-op threads, one epoch's batches). A failure writes
 ``DIR/error.json`` (what failed, with the script's own traceback) and exits 1.
 """
 
@@ -30,10 +30,15 @@ class TrainingLoaderProbe(Probe):
     def __init__(self, calls: LoaderCalls) -> None:
         self.calls = calls
         self.record: Any = None
+        self.batches: int | None = None  # one epoch's batches (None: the loader has no length)
 
     def setup(self, ctx: RunContext) -> None:
         loader = ctx.job.loader if ctx.job is not None else None
         self.record = self.calls.of(loader)
+        try:
+            self.batches = len(loader) if loader is not None else None
+        except TypeError:  # an iterable dataset: no length
+            self.batches = None
 
 
 def loader_facts(calls: LoaderCalls, probe: TrainingLoaderProbe) -> dict[str, Any]:
@@ -48,6 +53,7 @@ def loader_facts(calls: LoaderCalls, probe: TrainingLoaderProbe) -> dict[str, An
         "overridden": dict(record.overridden) if record is not None else {},
         "applied": calls.applied,
         "threads": torch.get_num_threads(),
+        "batches": probe.batches,
     }
 
 

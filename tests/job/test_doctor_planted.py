@@ -142,8 +142,11 @@ def test_a_heavy_step_is_not_input_bound() -> None:
     the data-wait interval crossed the 5% edge); 20 steps narrow the interval."""
     job = planted(step_ms=100.0, workers=1)
     d = diagnose(RunSpec(job, steps=20, warmup=2, observe_steps=1), "planted", rounds=1, counterfactuals=False)
-    lead = next(f for f in d.findings if f.bottleneck)
-    assert lead.title.startswith(("not input-bound", "busy machine")), d.findings
+    lead = next((f for f in d.findings if f.bottleneck), None)
+    if lead is None:  # under load the wait's interval can still cross the 5% edge: the headline says so, no band
+        assert d.evidence.wait.input_bound is None and d.bottleneck.startswith("not decided"), d.bottleneck
+    else:
+        assert lead.title.startswith(("not input-bound", "busy machine", "oversubscribed cores")), d.findings
     parts = d.evidence.ledger.parts  # compute, or compute and the rest where the cached batch ran on a busier moment
     assert (parts.get("compute") or parts["compute and the rest"]) > 0.5 * d.evidence.ledger.step_ms
     _consistent(d)
@@ -151,6 +154,9 @@ def test_a_heavy_step_is_not_input_bound() -> None:
 
 def test_more_workers_are_measured_interleaved() -> None:
     d = diagnose(RunSpec(planted(decode_ms=2.0, workers=0), steps=8, warmup=2), "planted", rounds=2)
+    if Fix.MORE_WORKERS not in d.counterfactuals.tried:  # the plan's choice on a loaded machine: it says why
+        assert "cannot be decided" in d.counterfactuals.not_tried[Fix.MORE_WORKERS] and d.counterfactuals.tried
+        return
     tried = d.counterfactuals.tried[Fix.MORE_WORKERS]
     assert tried.workers == 2 and isinstance(tried.measured, Measured) and tried.measured.pairs == 2
     assert tried.measured.low is not None
@@ -237,7 +243,13 @@ def test_face_parsing_names_persistent_workers_with_a_measured_effect(capsys, tm
     assert main([*argv, "--json", str(js)]) == 0
     (diag,) = json.loads(js.read_text())["diagnoses"]
     finding = next(f for f in diag["findings"] if f["fix"].startswith("DataLoader(persistent_workers=True)"))
-    assert finding["measured"]["pairs"] == 2 and finding["measured"]["label"] == "persistent_workers False -> True"
-    assert ("ratio" in finding["predicted"] or "reason" in finding["predicted"]) and "measured x" in finding["effect"]
+    assert "ratio" in finding["predicted"] or "reason" in finding["predicted"]
     out = capsys.readouterr().out
-    assert "gain: predicted" in out and "persistent_workers False -> True: samples/s x" in out
+    assert "gain: predicted" in out
+    if "persistent workers" in diag["counterfactuals"]:
+        assert finding["measured"]["pairs"] == 2 and finding["measured"]["label"] == "persistent_workers False -> True"
+        assert "measured x" in finding["effect"] and "persistent_workers False -> True: samples/s x" in out
+    else:  # the plan found it could not change the answer here (tests/unit/test_doctor_plan.py), and says why
+        why = diag["not_tried"]["persistent workers"]
+        assert "cannot be decided" in why or "left out" in why or "no epoch boundary" in why, why
+        assert f"measured: not tried: {why}" in finding["effect"]

@@ -44,13 +44,24 @@ def test_doctor_on_the_example_script_writes_a_diagnosis_and_a_measured_counterf
     (diagnosis,) = json.loads(out.read_text())["diagnoses"]
     assert diagnosis["findings"] and diagnosis["ledger"]["step_ms"] > 0 and diagnosis["wait"]["steps"] == 2 * 4
     built = f"train.py:{line_of(FACES / 'train.py', 'loader = DataLoader(')}"
-    first = diagnosis["counterfactuals"]["more workers"]
-    assert first["change"].endswith(f"{built} DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)")
-    m = first["measured"]
+    # At the default budget at least the top fix the plan chose is measured; more workers, where it was not run,
+    # says why (within the job's own spread on a loaded machine, or left out by the budget).
+    tried = diagnosis["counterfactuals"]
+    assert tried, diagnosis["not_tried"]
+    m = next(iter(tried.values()))["measured"]
     assert m["pairs"] == 2 and m["ratio"] > 0 and m["low"] <= m["ratio"] <= m["high"]
-    # The measurement is joined to the finding that names its fix, at the script's line, with its prediction.
     joined = next(f for f in diagnosis["findings"] if f["measured"] == m)
-    assert built in joined["fix"] and "predicted" in joined["effect"]
+    assert "predicted" in joined["effect"]
+    if "more workers" in tried:
+        first = tried["more workers"]
+        assert first["change"].endswith(f"{built} DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)")
+        # The measurement is joined to the finding that names its fix, at the script's line, with its prediction.
+        assert built in next(f for f in diagnosis["findings"] if f["measured"] == first["measured"])["fix"]
+    else:
+        assert (
+            "cannot be decided" in diagnosis["not_tried"]["more workers"]
+            or "left out" in diagnosis["not_tried"]["more workers"]
+        )
     assert any(built in note for note in diagnosis["notes"])
     assert diagnosis["budget"] and diagnosis["budget"][0].startswith("--budget 5 min")
     assert "measured x" in capsys.readouterr().out

@@ -76,10 +76,18 @@ def test_the_fix_is_written_at_the_scripts_line_with_what_it_changes():
     assert in_script_terms("move it to the device (perfsuite: aug='gpu'; Kornia)", site, given).endswith("(Kornia)")
 
 
-def run_of(workers: int, threads: int, persistent: bool = False, device: str = "cpu", site: bool = True):
+def run_of(
+    workers: int,
+    threads: int,
+    persistent: bool = False,
+    device: str = "cpu",
+    site: bool = True,
+    environment: dict | None = None,
+):
     result = SimpleNamespace(
         knobs={"num_workers": workers, "persistent_workers": persistent, "pin_memory": False},
         fingerprint=SimpleNamespace(device=device),
+        environment=environment or {},
     )
     given = {"num_workers": workers}
     return SimpleNamespace(
@@ -102,6 +110,15 @@ def test_full_cores_try_fewer_workers_and_fewer_threads():
     assert [c.args for c in tried] == [{"persistent_workers": True}, {"num_workers": 1, "persistent_workers": True}, {}]
     assert tried[2].threads == 1 and "fewer intra-op threads" in tried[2].why
     assert "8 worker(s) + 2 intra-op thread(s) on 2 usable core(s)" in tried[1].why
+
+
+def test_a_machine_under_cpu_pressure_tries_one_intra_op_thread_though_the_cores_are_not_full():
+    """Issue 55: at 98% CPU pressure torch.set_num_threads(1) measured x5.55 and was not tried."""
+    loaded = {"contention": {"window": {"cpu_pressure_some": 0.98, "runqueue_per_core": 3.5}}}
+    tried = choose(run_of(0, 2, environment=loaded), usable=4)
+    assert [(c.fix, c.threads) for c in tried] == [(Fix.MORE_WORKERS, None), (Fix.THREADS, 1)]
+    assert "the machine under CPU pressure 98%" in tried[1].why
+    assert [c.fix for c in choose(run_of(0, 2), usable=4)] == [Fix.MORE_WORKERS]  # no pressure recorded: no
 
 
 def test_pinned_memory_is_tried_on_a_gpu_and_nothing_without_a_site():

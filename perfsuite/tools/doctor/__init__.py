@@ -8,9 +8,12 @@ A package by concern, each a short module (a reader finds each finding's rule in
   the periodic steps each run left out, the per-step ledger, the cached-batch step, input efficiency);
 * :mod:`.arms` and :mod:`.runs` (a Job), :mod:`.script` (a script, each run a fresh process): the runs,
   with the counterfactuals interleaved, within :mod:`.budget`;
-* :mod:`.predictions`: each fix's predicted gain, never above the input's whole share;
-* :mod:`.findings`: one small rule per kind of finding, and the ranking (measured gain, then predicted);
-* :mod:`.diagnosis`: the evidence, counterfactuals and findings of one target; rendered by
+* :mod:`.plan`: which counterfactuals run, decided from the first run before any does: those whose mechanism
+  can act within the runs and whose predicted effect exceeds the job's own spread, largest first;
+* :mod:`.predictions`: the loader's cost model the rules predict by, never above the input's whole share;
+* :mod:`.rules`: one module per kind of finding (its condition, finding, prediction and fix) and their registry;
+* :mod:`.diagnosis`: gathers the evidence, runs the rules and ranks what they return (measured gain, then the
+  bottleneck, then predicted); rendered by
   :mod:`perfsuite.tools.doctor.report`.
 """
 

@@ -1,10 +1,10 @@
 """The fixes a run can try on a Job or a reference workload, and the RunSpec that tries each.
 
-The first run's evidence says what to try (:func:`choose_arms`): workers forked again at each epoch as
-``persistent_workers=True``; the worker count as more workers below the cores, fewer when they fill them
-(the step's thread shares the cores); the training process's intra-op threads as fewer when threads and
-workers together exceed the cores. Each :class:`Arm` carries its :class:`Fix`, the key its measurement is
-stored and read under.
+The first run says what could be tried (:func:`choose_arms`) and :mod:`.plan` which of those run: workers
+that do not persist as ``persistent_workers=True``; the worker count as more workers below the cores, fewer
+when they fill them (the step's thread shares the cores); the training process's intra-op threads as fewer
+when threads and workers together exceed the cores or the machine is under CPU pressure. Each :class:`Arm`
+carries its :class:`Fix`, the key its measurement is stored and read under.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from perfsuite.core.results import Result
 from perfsuite.harness.runner import RunSpec
+from perfsuite.judge.contention import load_of
+from perfsuite.tools.doctor.evidence import BUSY_PRESSURE
 from perfsuite.tools.doctor.model import Fix
-
-MAX_ARMS = 2
 
 
 def clone_loader(loader: Any, num_workers: int, persistent: bool | None = None) -> Any:
@@ -114,15 +114,17 @@ class Arm:
     spec: RunSpec
     threads: int | None = None  # torch.set_num_threads for this arm's runs (a user's job sets its own otherwise)
     workers: int | None = None  # the worker count it runs with, where it changes it
+    base: RunSpec | None = None  # the job as it is at this arm's length, where the plan lengthened its runs
+    why: str = ""  # the plan's reason to run it
 
 
 def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], dict[Fix, str]]:
-    """The fixes the first run's evidence points at that a run can try, and why each other one cannot be tried.
+    """The fixes a run can try on this job, and why each other one cannot be tried; :mod:`.plan` decides which run.
 
-    Worker start-up at each epoch (workers > 0, not persistent, an epoch started in the window) is tried as
-    ``persistent_workers=True``; the worker count as more workers below the cores, fewer when they fill them
-    (the step's thread shares the cores); the training process's intra-op threads as fewer when threads and
-    workers together exceed the cores.
+    Workers that do not persist as ``persistent_workers=True``; the worker count as more workers below the
+    cores, fewer when they fill them (the step's thread shares the cores); the training process's intra-op
+    threads as fewer when threads and workers together exceed the cores, or as one on a machine under CPU
+    pressure.
     """
     import torch
 
@@ -134,11 +136,7 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
             "the loader is not a DataLoader whose workers perfsuite can change"
         )
     else:
-        persistent = bool(result.knobs.get("persistent_workers"))
-        epochs = result.metric("loader_process_cpu_ms_per_sample").detail.get("epochs_started") or len(
-            result.samples.get("epoch_fetch_ms", [])
-        )
-        if workers > 0 and not persistent and epochs:
+        if workers > 0 and not bool(result.knobs.get("persistent_workers")):  # the plan checks it can act
             arms.append(
                 Arm(
                     Fix.PERSISTENT,
@@ -147,8 +145,6 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
                     with_workers(spec, workers, persistent=True),
                 )
             )
-        elif workers > 0 and not persistent:
-            why[Fix.PERSISTENT] = "no epoch started in the measured window, so the workers were not forked again in it"
         k = more_workers(workers, usable)
         fewer = fewer_workers(workers, usable)
         if k is not None:
@@ -178,18 +174,15 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
     threads = torch.get_num_threads()  # a user's job runs with the process's; perfsuite fits a reference's itself
     nw = workers if isinstance(workers, int) else 0
     fit = max(1, usable - nw)
+    pressure = load_of(result).pressure or 0.0
     if not is_job_target(spec.workload):
         why[Fix.THREADS] = "perfsuite already fits a reference workload's intra-op threads to the cores left to it"
-    elif threads + nw > usable and threads > fit:
-        if len(arms) < MAX_ARMS:
-            arms.append(
-                Arm(
-                    Fix.THREADS, f"torch threads {threads} -> {fit}", f"torch.set_num_threads({fit})", spec, threads=fit
-                )
-            )
-        else:
-            why[Fix.THREADS] = f"only {MAX_ARMS} counterfactuals run per diagnosis (each costs a run per round)"
-    return arms[:MAX_ARMS], why
+    elif (threads + nw > usable and threads > fit) or (pressure >= BUSY_PRESSURE and threads > 1):
+        fit = 1 if threads <= fit else fit
+        arms.append(
+            Arm(Fix.THREADS, f"torch threads {threads} -> {fit}", f"torch.set_num_threads({fit})", spec, threads=fit)
+        )
+    return arms, why
 
 
 def rebuildable(result: Result) -> bool:

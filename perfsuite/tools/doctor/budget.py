@@ -1,9 +1,11 @@
 """``--budget MINUTES``: the rounds and counterfactuals that fit, what was left out, and the time left.
 
 The first unchanged run says what a run costs here (start-up included: a script's runs are fresh
-processes). Counterfactuals that would not fit beside it are left out, last first; after the first round,
-a further round runs only while the time left holds one more round as long as the first. Every run of
-one diagnosis keeps the same window length, so the runs pool: the budget picks how many, not how long.
+processes); :mod:`.plan` spends what is left on the counterfactuals that can change the answer and notes
+the others here, with why; after the first round, a further round runs only while the time left holds one
+more round as long as the first. The unchanged runs of one diagnosis keep one window length, so they pool:
+the budget picks how many, not how long (a fix whose runs the plan lengthens is paired with unchanged runs
+of its own length).
 """
 
 from __future__ import annotations
@@ -36,24 +38,6 @@ class Budget:
         if left is None or self.seconds is None:
             return f" ({self.elapsed():.0f}s so far)"
         return f" ({int(left // 60)}m{int(left % 60):02d}s of the {self.seconds / 60:g}-minute budget left)"
-
-    def arms_that_fit(self, run_s: float, names: list[str], rounds: int = 2) -> int:
-        """How many of the counterfactuals ``names`` (most telling first) fit in ``rounds`` rounds (2: the fewest
-        that give a measurement its interval) after the first run, each a run of ``run_s``; the others are noted
-        as left out. With time for one round only, as many as that round holds."""
-        left = self.left()
-        if left is None:
-            return len(names)
-        runs = left / max(run_s, 1e-3)  # runs that fit: the first round's arms, then rounds - 1 whole rounds
-        n = int((runs - (rounds - 1)) // rounds) if rounds > 1 else int(runs)
-        if n < 1 and rounds > 1:
-            n = int(runs)  # not two rounds of even one arm: one round, each fix a ratio without an interval
-        n = max(0, min(len(names), n))
-        for name in names[n:]:
-            self.left_out.append(
-                f"counterfactual {name}: a run takes {run_s:.0f}s and {left:.0f}s of the budget was left"
-            )
-        return n
 
     def another_round(self, round_s: float, done: int, asked: int) -> bool:
         """Whether round ``done + 1`` of ``asked`` fits (a round as long as the first); notes the rounds left out."""

@@ -8,9 +8,9 @@ from typing import Any
 
 from perfsuite.core.results import Result
 from perfsuite.judge.contention import contended_run
-from perfsuite.tools.doctor import findings as rules
-from perfsuite.tools.doctor.evidence import Evidence, gather
-from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Tried, Unavailable, plain
+from perfsuite.tools.doctor import rules
+from perfsuite.tools.doctor.evidence import GPU_IDLE, Evidence, gather
+from perfsuite.tools.doctor.model import Counterfactuals, Finding, Measured, Predicted, Tried, Unavailable, plain
 from perfsuite.tools.doctor.stats import ratio_interval
 
 
@@ -39,13 +39,13 @@ class Diagnosis:
 
     @property
     def bottleneck(self) -> str:
-        """The headline: the largest measured gain, else what limits the step."""
-        if not self.findings:
-            return "nothing found"
-        first = self.findings[0]
-        if isinstance(first.measured, Measured) and first.measured.gain:
+        """The headline: the largest measured gain, else the bottleneck the evidence decides, else "not decided"
+        with what would decide it."""
+        first = self.findings[0] if self.findings else None
+        if first is not None and isinstance(first.measured, Measured) and first.measured.gain:
             return f"{first.title}: measured x{first.measured.ratio:.2f} samples/s ({first.measured.label})"
-        return first.title
+        lead = next((f for f in self.findings if f.bottleneck), None)
+        return lead.title if lead is not None else undecided(self.evidence)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the typed figures as objects, *unavailable* as ``{"reason": ...}``."""
@@ -77,6 +77,21 @@ class Diagnosis:
             "budget": list(self.budget),
             "contention_runs": session_line({f"run {i + 1}": r for i, r in enumerate(self.results)}),
         }
+
+
+def undecided(e: Evidence) -> str:
+    """The headline when the evidence decides no bottleneck: the wait's interval, and what would decide it."""
+    w = e.wait
+    would = ["a longer --budget (more rounds narrow the interval)"]
+    if e.contention.busy:
+        would.append("a quieter machine (its load widens the runs' spread)")
+    if e.ledger.cpu:
+        would.append("a GPU (on a CPU the step's arithmetic shares the cores with the loader)")
+    what = "input-bound, moderately or highly not decided" if w.input_bound else "not decided"
+    return (
+        f"{what}: {w.source} {w.share:.1%} {w.interval} spans the {w.edge or 0:.0%} edge; "
+        f"what would decide it: {', '.join(would)}"
+    )
 
 
 def timeline(result: Result, e: Evidence) -> dict[str, list[Any]]:
@@ -116,9 +131,29 @@ def assess(
     """The evidence of the unchanged runs, and the findings it and the counterfactuals give."""
     e = gather(results, summaries, usable)
     notes = sorted({n for r in results for n in r.notes if not n.startswith("oversubscribed:")})
+    idle = e.last.metric("gpu_idle_frac")
+    if e.device.startswith("cuda") and e.wait.source != GPU_IDLE:
+        notes.append(
+            "the band reads the host's wait for the batch, which overlaps the GPU's work on CUDA: gpu_idle_frac "
+            f"unavailable ({idle.reason or 'not recorded'})"
+        )
     if e.periodic.reason and "too few" in e.periodic.reason:
         notes.append(f"periodic work: {e.periodic.reason}; nothing was kept out of input efficiency (--steps)")
-    return Diagnosis(target, e, cf, rules.findings(e, cf), notes)
+    return Diagnosis(target, e, cf, rank(rules.run(e, cf)), notes)
+
+
+def rank(found: list[Finding]) -> list[Finding]:
+    """Measured gains first, largest first; then the bottleneck (the first the rules name); then by predicted gain
+    (the rules' order kept among equals)."""
+    gains = sorted(
+        (f for f in found if isinstance(f.measured, Measured) and f.measured.gain),
+        key=lambda f: -f.measured.ratio,  # type: ignore[union-attr]
+    )
+    rest = [f for f in found if f not in gains]
+    lead = [f for f in rest if f.bottleneck][:1]
+    others = [f for f in rest if f not in lead]
+    others.sort(key=lambda f: -(f.predicted.ratio if isinstance(f.predicted, Predicted) else 0.0))
+    return gains + lead + others
 
 
 def tried(

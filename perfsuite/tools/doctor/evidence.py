@@ -10,7 +10,7 @@ metrics, the periodic steps from what each run left out of its input efficiency.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfsuite.core.results import Result
@@ -30,7 +30,7 @@ from perfsuite.tools.doctor.model import (
     WaitBand,
     known,
 )
-from perfsuite.tools.doctor.stats import wait_band
+from perfsuite.tools.doctor.stats import banded, wait_band
 
 BUSY_PRESSURE = 0.20  # some task waited for a core this share of the time: the step's thread waits too
 BUSY_RUN_QUEUE = 1.0  # runnable tasks per usable core
@@ -81,7 +81,7 @@ def gather(results: Sequence[Result], summaries: Sequence[Mapping[str, Any]], us
         [window.recorded_periodic(r) for r in results],
         window.sync_periods(last),
     )
-    wait = wait_band(fetch, host)
+    wait = gpu_idle_band(results) or wait_band(fetch, host)
     obs = observed(summaries, last)
     led = window.ledger(fetch, host, sol, obs, last.fingerprint.device, periodic)
     cached = window.cached_batch(host, sol, led, periodic, fetch)
@@ -100,6 +100,26 @@ def gather(results: Sequence[Result], summaries: Sequence[Mapping[str, Any]], us
     return Evidence(
         tuple(results), usable, wait, periodic, obs, led, cached, eff, stages(last, wait.share, cached), contention
     )
+
+
+GPU_IDLE = "GPU idle"
+
+
+def gpu_idle_band(results: Sequence[Result]) -> WaitBand | None:
+    """On CUDA, the band from the GPU's own idle time (``gpu_idle_frac``, CUDA events at the step edges) in place of
+    the host's wait, which overlaps the GPU's work there; None where any run lacks it (a CPU run: the host's wait
+    is the figure). Over several runs: their mean, within the span of their intervals."""
+    if not results or not all(r.fingerprint.device.startswith("cuda") for r in results):
+        return None
+    metrics = [r.metric("gpu_idle_frac") for r in results]
+    if not all(m.available and m.value is not None for m in metrics):
+        return None
+    values = [float(m.value) for m in metrics]  # type: ignore[arg-type]
+    intervals = [m.detail.get("interval") or [v, v] for m, v in zip(metrics, values)]
+    steps = sum(int(m.detail.get("steps") or 0) for m in metrics)
+    low = min(float(i[0]) for i in intervals)
+    high = max(float(i[1]) for i in intervals)
+    return banded(sum(values) / len(values), low, high, steps, GPU_IDLE)
 
 
 def observed(summaries: Sequence[Mapping[str, Any]], result: Result | None = None) -> Observed:
@@ -139,10 +159,14 @@ def _mean_of(values: Sequence[float | None], what: str) -> float | Unavailable:
 
 
 def contention_of(results: Sequence[Result], usable: int) -> Contention:
-    """The machine's load over the runs, from each Result's own contention record; whether it slows the step."""
+    """The machine's load over the runs, from each Result's own contention record: whether other processes slow
+    the step (their share of the cores, or runnable tasks beyond the job's own), and whether the job's own threads
+    and workers exceed the cores."""
     loads = [load_of(r) for r in results]
     process = results[-1].metric("loader_process_cpu_ms_per_sample")
     busy_cores = process.detail.get("cores_busy") if process.available else None
+    threads = [ld.threads for ld in loads if ld.threads is not None]
+    workers = results[-1].knobs.get("num_workers")
     c = Contention(
         cpu_pressure=_mean_of([ld.pressure for ld in loads], "CPU pressure (no /proc/pressure/cpu?)"),
         runqueue_per_core=_mean_of([ld.runqueue for ld in loads], "run queue"),
@@ -150,21 +174,47 @@ def contention_of(results: Sequence[Result], usable: int) -> Contention:
         loader_cores_busy=float(busy_cores) if busy_cores is not None else Unavailable("no loader ledger"),
         usable_cores=usable,
         runs=len(results),
+        threads=max(threads) if threads else None,
+        workers=workers if isinstance(workers, int) else None,
     )
+    return replace(c, reasons=tuple(neighbours(c)), own=tuple(own_load(c)))
+
+
+def neighbours(c: Contention) -> list[str]:
+    """Why other processes slow the step: their share of the usable cores beyond the wall-clock bound, or (where
+    that share was not read) runnable tasks per core beyond the job's own; the pressure beside them, as context."""
+    foreign, others = known(c.foreign), c.others_runnable_per_core
     reasons = []
-    pressure, queue, foreign = known(c.cpu_pressure), known(c.runqueue_per_core), known(c.foreign)
-    loader = known(c.loader_cores_busy) or 0.0
-    if pressure is not None and pressure >= BUSY_PRESSURE:
-        reasons.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure)")
-    if queue is not None and queue > BUSY_RUN_QUEUE:
-        reasons.append(f"{queue:.2g} runnable tasks per usable core")
     if foreign is not None and foreign > wall_bound():
         reasons.append(f"other processes and steal took {foreign:.0%} of the usable cores")
-    if loader + 1.0 > usable:
-        reasons.append(f"the loader kept {loader:.2f} of the {usable} usable core(s) busy beside the training thread")
-    return Contention(
-        c.cpu_pressure, c.runqueue_per_core, c.foreign, c.loader_cores_busy, usable, len(results), tuple(reasons)
-    )
+    if foreign is None and others is not None and others > BUSY_RUN_QUEUE:
+        reasons.append(f"{others:.2g} runnable tasks per usable core beyond the job's own")
+    pressure, queue = known(c.cpu_pressure), known(c.runqueue_per_core)
+    if reasons and pressure is not None and pressure >= BUSY_PRESSURE:
+        reasons.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure)")
+    if reasons and queue is not None and queue > BUSY_RUN_QUEUE:
+        reasons.append(f"{queue:.2g} runnable tasks per usable core")
+    return reasons
+
+
+def own_load(c: Contention) -> list[str]:
+    """Why the job's own threads and workers slow its step: its intra-op threads and the cores its loader kept busy
+    (its worker count where that was not read) beyond the usable cores."""
+    threads, workers, usable = c.threads or 1, c.workers or 0, c.usable_cores
+    loader = known(c.loader_cores_busy) if workers else 0.0  # without workers the loading is the training thread's
+    if threads + (workers if loader is None else loader) <= usable:
+        return []
+    kept = f"{workers} loader worker(s)" + (f" keeping {loader:.2f} core(s) busy" if loader is not None else "")
+    out = [
+        f"the job's {threads} intra-op thread(s) and {kept} on {usable} usable core(s): the step and the loader "
+        "take turns on the same cores"
+    ]
+    pressure, queue = known(c.cpu_pressure), known(c.runqueue_per_core)
+    if pressure is not None and pressure >= BUSY_PRESSURE:
+        out.append(f"some task waited for a core {pressure:.0%} of the time (CPU pressure, the job's own included)")
+    if queue is not None and queue > BUSY_RUN_QUEUE:
+        out.append(f"{queue:.2g} runnable tasks per usable core, the job's own included")
+    return out
 
 
 def stages(result: Result, wait_share: float | None = None, cached: CachedBatch | Unavailable | None = None) -> Stages:
@@ -188,13 +238,13 @@ def stages(result: Result, wait_share: float | None = None, cached: CachedBatch 
         demand = f"the speed of light: fed a cached batch the step takes {rate:.4g} samples/s"
     by: dict[str, float] = {}
     code: dict[str, str] = {}
+    epochs = int(process.detail.get("epochs_started") or 0) if process.available else 0
     if m.available:
         by = {str(k): float(v) for k, v in m.detail.get("by", {}).items()}
         code = {str(k): str(v) for k, v in m.detail.get("code", {}).items()}
         if process.available and isinstance(workers, int) and workers > 0:
             beyond = float(process.value) - float(m.value)  # type: ignore[arg-type]
             if beyond > 0:
-                epochs = process.detail.get("epochs_started", 0)
                 by["worker processes"] = beyond
                 code["worker processes"] = (
                     "forking workers at each epoch and passing batches between processes"
@@ -217,11 +267,10 @@ def stages(result: Result, wait_share: float | None = None, cached: CachedBatch 
         code=code,
         process_ms_per_sample=known(process.value) if process.available else None,  # type: ignore[arg-type]
         unavailable=None if m.available else (m.reason or "the loader ledger measured no stage"),
+        epochs_started=epochs,
     )
     if not m.available:
         return out
-    from dataclasses import replace
-
     return replace(out, reconcile=reconcile(out, result, wait_share))
 
 

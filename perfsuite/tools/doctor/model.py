@@ -14,7 +14,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.harness.runner import INPUT_BANDS
+
 CONFIDENCE = 0.95
+INPUT_EDGE = INPUT_BANDS[0][0]  # below this data wait a step is not input-bound
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,9 @@ def known(x: float | Unavailable | None) -> float | None:
 
 @dataclass(frozen=True)
 class WaitBand:
-    """The window's data-wait share with its bootstrap interval; the band only when the interval clears its edges."""
+    """The window's data-wait share with its bootstrap interval (kept in [0, 1]: ``clipped`` says it was); the band
+    only when the interval clears its edges. ``source`` names what the share is of (the host's wait for the batch,
+    or on CUDA the GPU's idle time)."""
 
     share: float
     low: float
@@ -54,6 +59,24 @@ class WaitBand:
     edge: float | None
     steps: int
     confidence: float = CONFIDENCE
+    clipped: bool = False
+    source: str = "data wait"
+
+    @property
+    def input_bound(self) -> bool | None:
+        """Whether the interval decides the step waits for its input (True), does not (False), or neither (None)."""
+        if self.low >= INPUT_EDGE:
+            return True
+        if self.high < INPUT_EDGE:
+            return False
+        return None
+
+    @property
+    def interval(self) -> str:
+        """``[95% CI 2.8%..100.0%, clipped to [0, 1]]``."""
+        return (
+            f"[{self.confidence:.0%} CI {self.low:.1%}..{self.high:.1%}{', clipped to [0, 1]' if self.clipped else ''}]"
+        )
 
 
 @dataclass(frozen=True)
@@ -203,6 +226,7 @@ class Stages:
     process_ms_per_sample: float | None = None
     reconcile: str | None = None
     unavailable: str | None = None  # the ledger's reason where it measured no stage
+    epochs_started: int = 0  # epochs begun in the window: workers forked again (when they do not persist)
 
     @property
     def available(self) -> bool:
@@ -220,7 +244,12 @@ class Stages:
 
 @dataclass(frozen=True)
 class Contention:
-    """The machine's load over the runs, as the Results recorded it (:func:`perfsuite.judge.contention.load_of`)."""
+    """The machine's load over the runs, as the Results recorded it (:func:`perfsuite.judge.contention.load_of`).
+
+    ``reasons``: why *other processes* slow the step (the neighbours' share of the cores, the runnable tasks beyond
+    the job's own); ``own``: why the job's own threads and workers do (more of them than cores). CPU pressure and
+    the run queue count the job's own tasks, so neither alone makes the machine busy.
+    """
 
     cpu_pressure: float | Unavailable
     runqueue_per_core: float | Unavailable
@@ -229,10 +258,28 @@ class Contention:
     usable_cores: int
     runs: int
     reasons: tuple[str, ...] = ()
+    threads: int | None = None  # the training process's intra-op threads, as the runs recorded them
+    workers: int | None = None
+    own: tuple[str, ...] = ()
 
     @property
     def busy(self) -> bool:
+        """Other processes slow the step (never the job's own threads and workers)."""
         return bool(self.reasons)
+
+    @property
+    def oversubscribed(self) -> bool:
+        """The job's own threads and workers exceed the usable cores."""
+        return bool(self.own)
+
+    @property
+    def others_runnable_per_core(self) -> float | None:
+        """Runnable tasks per usable core beyond the job's own (its intra-op threads and its loader's busy cores)."""
+        queue = known(self.runqueue_per_core)
+        if queue is None:
+            return None
+        own = (self.threads or 1) + (known(self.loader_cores_busy) or 0.0)
+        return max(0.0, queue - own / max(1, self.usable_cores))
 
     source = "each run's own contention record (perfsuite.probes.contention)"
 

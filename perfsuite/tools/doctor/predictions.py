@@ -6,8 +6,8 @@ can give back.
   step, stretched by the runnable tasks per core it waited behind;
 * a worker count gives min(the speed of light, the loader's capacity after its overhead scaled to the
   processes that can load at once);
-* a busy machine's upper bound is the step without *the rest*; periodic work's, the step without it; the
-  reads', the step without their time.
+* the rules' own upper bounds (a busy machine's, periodic work's, the reads') live with their rules
+  (:mod:`perfsuite.tools.doctor.rules`).
 
 A loader fix's prediction above the input's whole share (the steady step over the step fed a cached batch)
 is not printed: it is :class:`Unavailable`, with both figures.
@@ -141,8 +141,8 @@ def predict_workers(e: Evidence, k: int, result: Result) -> Predicted | Unavaila
     )
 
 
-def predict_busy(e: Evidence) -> Predicted | Unavailable:
-    """An upper bound: the step got its cores back and took what it takes fed a cached batch."""
+def wait_for_a_core(e: Evidence) -> Predicted | Unavailable:
+    """An upper bound for a fix that gives the step its cores back: it takes what it takes fed a cached batch."""
     rest = e.ledger.rest
     if rest is None:
         return Unavailable("compute was not told apart from the rest, so the step's wait for a core is not known")
@@ -152,17 +152,3 @@ def predict_busy(e: Evidence) -> Predicted | Unavailable:
     if r is None:
         return Unavailable("no steady step to predict from")
     return Predicted(r, "an upper bound: the step got its cores back and took what it takes fed a cached batch")
-
-
-def predict_periodic(e: Evidence) -> Predicted | Unavailable:
-    r = ratio(e.ledger.step_ms, e.ledger.step_ms - e.periodic.extra_ms_per_step)
-    return Predicted(r, "the upper bound: the periodic work removed") if r else Unavailable("no step to predict from")
-
-
-def predict_syncs(e: Evidence) -> Predicted | Unavailable:
-    ms = e.ledger.syncs_ms
-    r = ratio(e.steady_ms, e.steady_ms - ms)
-    if r is None:
-        return Unavailable("no steady step to predict from")
-    cpu = " (a CPU run: on a GPU the gain is the queue's drain, not shown here)" if e.ledger.cpu else ""
-    return Predicted(r, f"the reads' {ms:.3g} ms/step removed{cpu}")

@@ -31,9 +31,11 @@ def _fmt(x: float | None) -> str:
 
 
 def _wait_line(w: WaitBand) -> str:
-    interval = f"[{w.confidence:.0%} CI {w.low:.1%}..{w.high:.1%}, {w.steps} steps]"
-    verdict = w.band or f"no band called: the interval spans the {w.edge or 0:.0%} edge"
-    return f"data wait {w.share:.1%} {interval}: {verdict} (TensorFlow's bands: <5% not, 5-20% moderately, >20% highly)"
+    verdict = w.band or f"not decided: the interval spans the {w.edge or 0:.0%} edge"
+    return (
+        f"{w.source} {w.share:.1%} {w.interval[:-1]}, {w.steps} steps]: {verdict} "
+        "(TensorFlow's bands: <5% not, 5-20% moderately, >20% highly)"
+    )
 
 
 def _ledger_lines(led: Ledger) -> list[str]:

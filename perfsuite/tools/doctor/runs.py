@@ -1,5 +1,9 @@
 """The runs of a Job or reference workload's diagnosis: the job as it is, ``rounds`` times, each counterfactual
-interleaved with it (each arm taking each place in the round in turn), within the time budget."""
+interleaved with it (each arm taking each place in the round in turn), within the time budget.
+
+The first run's evidence says what could be tried (:func:`.arms.choose_arms`) and :mod:`.plan` which of those
+run: the ones that can change the answer, largest first; a lengthened one (persistent workers, where no epoch
+boundary fell inside the measured steps) is paired with runs of the job as it is at its length."""
 
 from __future__ import annotations
 
@@ -66,6 +70,7 @@ def diagnose(
     arms: list[Arm] = []
     why: dict[Fix, str] = {}
     cf_runs: dict[Fix, list[Result]] = {}
+    own_base: dict[Fix, list[Result]] = {}  # a lengthened arm's unchanged runs, at its length
     first_round_s = 0.0
     for r in range(rounds):
         if r > 0 and not budget.another_round(first_round_s, r, rounds):
@@ -74,8 +79,7 @@ def diagnose(
         order = order[r % len(order) :] + order[: r % len(order)]  # each arm takes each place in turn
         for arm in order:
             if arm is not None:
-                progress(f"round {r + 1}/{rounds}: {arm.label}{budget.say()}")
-                cf_runs.setdefault(arm.fix, []).append(_run_arm(arm, spec, default_probes()))
+                run_pair(arm, spec, r, rounds, budget, progress, cf_runs, own_base)
                 continue
             progress(f"round {r + 1}/{rounds}: as it is{budget.say()}")
             probe = StepLedgerProbe()
@@ -83,19 +87,22 @@ def diagnose(
             base.append(_run_arm(None, spec, [*default_probes(), probe]))
             ledgers.append(probe)
             if r == 0 and counterfactuals:  # the first run says what to try: it runs next, in this round
-                arms, why = choose_arms(spec, base[0], usable)
-                keep = budget.arms_that_fit(time.monotonic() - t0, [a.label for a in arms], min(2, rounds))
-                for a in arms[keep:]:
-                    why[a.fix] = "left out to keep within --budget"
-                arms = arms[:keep]
+                arms, why = planned(spec, base[0], probe, usable, time.monotonic() - t0, budget, min(2, rounds))
                 for a in arms:
-                    progress(f"round 1/{rounds}: {a.label}{budget.say()}")
-                    cf_runs.setdefault(a.fix, []).append(_run_arm(a, spec, default_probes()))
+                    run_pair(a, spec, 0, rounds, budget, progress, cf_runs, own_base)
         if r == 0:
             first_round_s = budget.elapsed()
     cf = Counterfactuals(
         {
-            a.fix: tried(a.fix, a.label, a.change, a.label, base, cf_runs.get(a.fix, []), workers=a.workers)
+            a.fix: tried(
+                a.fix,
+                a.label,
+                a.change,
+                a.label,
+                own_base.get(a.fix, base),
+                cf_runs.get(a.fix, []),
+                workers=a.workers,
+            )
             for a in arms
         },
         why,
@@ -104,3 +111,60 @@ def diagnose(
     d = assess(target, base, [p.summary() for p in ledgers], cf, usable)
     d.budget = budget.summary()
     return d
+
+
+def planned(
+    spec: RunSpec, first: Result, probe: Any, usable: int, run_s: float, budget: Budget, rounds: int
+) -> tuple[list[Arm], dict[Fix, str]]:
+    """The arms :mod:`.plan` runs from the first run's evidence, lengthened where it says; why each other is not."""
+    from perfsuite.tools.doctor import plan
+    from perfsuite.tools.doctor.evidence import gather
+
+    arms, why = choose_arms(spec, first, usable)
+    e = gather([first], [probe.summary()], usable)
+    window = plan.Window(spec.steps, spec.warmup, epoch_batches(spec))
+    candidates = [plan.Candidate(a.fix, a.label, a.workers, a.threads) for a in arms]
+    chosen = plan.choose(candidates, e, window, run_s, budget.left(), rounds)
+    by_fix = {a.fix: a for a in arms}
+    out = []
+    for c in chosen.run:
+        arm = dataclasses.replace(by_fix[c.fix], why=c.why)
+        if c.steps is not None:
+            arm.spec = dataclasses.replace(arm.spec, steps=c.steps)
+            arm.base = dataclasses.replace(spec, steps=c.steps)
+        out.append(arm)
+    for fix, reason in chosen.skipped.items():
+        why[fix] = reason
+        budget.left_out.append(f"counterfactual {by_fix[fix].label}: {reason}")
+    return out, why
+
+
+def run_pair(
+    arm: Arm,
+    spec: RunSpec,
+    r: int,
+    rounds: int,
+    budget: Budget,
+    progress: Callable[[str], None],
+    cf_runs: dict[Fix, list[Result]],
+    own_base: dict[Fix, list[Result]],
+) -> None:
+    """One round's run of ``arm``, after a run of the job as it is at the arm's length where it was lengthened."""
+    from perfsuite.harness.runner import default_probes
+
+    if arm.base is not None:
+        progress(f"round {r + 1}/{rounds}: as it is, {arm.base.steps} steps{budget.say()}")
+        own_base.setdefault(arm.fix, []).append(_run_arm(None, arm.base, default_probes()))
+    progress(f"round {r + 1}/{rounds}: {arm.label}{budget.say()}")
+    cf_runs.setdefault(arm.fix, []).append(_run_arm(arm, spec, default_probes()))
+
+
+def epoch_batches(spec: RunSpec) -> int | None:
+    """The batches of one epoch of a Job's DataLoader (None where its length is not known)."""
+    from perfsuite.jobs.contract import Job
+
+    loader = getattr(spec.workload, "loader", None) if isinstance(spec.workload, Job) else None
+    try:
+        return len(loader) if loader is not None else None
+    except TypeError:  # an iterable dataset has no length
+        return None

@@ -14,7 +14,8 @@ persistent workers where workers are forked each epoch, pinned memory on a GPU; 
 whose cores are full, fewer workers and fewer intra-op threads. They run interleaved with the
 unchanged script (ABC, CBA, ...) and each is reported as a samples/s ratio with its interval, under its
 :class:`~perfsuite.tools.doctor.model.Fix`: the findings read it under that key. Within ``--budget``
-(default 5 minutes for a script), the rounds and counterfactuals that fit.
+(default 5 minutes for a script), the rounds and the counterfactuals :mod:`.plan` chooses: those that can
+act within the runs and change the answer, largest predicted gain first.
 A run that fails raises :class:`perfsuite.errors.ScriptError` naming that run.
 """
 
@@ -39,14 +40,14 @@ from perfsuite.errors import ScriptError
 from perfsuite.harness.loader_args import Override, Site
 from perfsuite.harness.runner import RunSpec
 from perfsuite.jobs.script import Script
+from perfsuite.judge.contention import load_of
 from perfsuite.tools.doctor.arms import more_workers
 from perfsuite.tools.doctor.budget import Budget
 from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, tried
+from perfsuite.tools.doctor.evidence import BUSY_PRESSURE
 from perfsuite.tools.doctor.model import Counterfactuals, Fix, Tried
 
 DEFAULT_BUDGET_MINUTES = 5.0
-
-MAX_COUNTERFACTUALS = 3
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Counterfactual:
     why: str
     args: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None
+    steps: int | None = None  # its runs (and the unchanged runs paired with it) lengthened to this many, by the plan
 
     def describe(self, site: Site | None, given: Mapping[str, Any], threads: int) -> str:
         parts = []
@@ -171,7 +173,7 @@ def _failed(script: Script, what: str, out: Path, code: int) -> ScriptError:
 
 
 def choose(first: Run, usable: int) -> list[Counterfactual]:
-    """What to try, from the first run (see the module docstring), most telling first."""
+    """What could be tried, from the first run (see the module docstring); :mod:`.plan` decides which run."""
     loader, result = first.loader, first.result
     if not loader.get("site"):
         return []
@@ -194,27 +196,23 @@ def choose(first: Run, usable: int) -> list[Counterfactual]:
             Counterfactual(Fix.PERSISTENT, "the workers are forked again at every epoch", {"persistent_workers": True})
         )
     full = workers + threads > usable
-    if full:
-        why = f"{workers} worker(s) + {threads} intra-op thread(s) on {usable} usable core(s)"
-        if workers > 0:
-            fewer = max(0, min(workers - 1, usable - 1))
-            args = {"num_workers": fewer}
-            if fewer > 0:
-                args["persistent_workers"] = True
-            out.append(Counterfactual(Fix.FEWER_WORKERS, f"{why}: fewer workers", args))
-        if threads > 1:
-            out.append(
-                Counterfactual(
-                    Fix.THREADS,
-                    f"{why}: fewer intra-op threads",
-                    threads=max(1, usable - workers) if usable > workers else 1,
-                )
-            )
+    why = f"{workers} worker(s) + {threads} intra-op thread(s) on {usable} usable core(s)"
+    if full and workers > 0:
+        fewer = max(0, min(workers - 1, usable - 1))
+        args = {"num_workers": fewer}
+        if fewer > 0:
+            args["persistent_workers"] = True
+        out.append(Counterfactual(Fix.FEWER_WORKERS, f"{why}: fewer workers", args))
+    pressure = load_of(result).pressure or 0.0
+    if threads > 1 and (full or pressure >= BUSY_PRESSURE):
+        fit = max(1, usable - workers) if full and usable > workers else 1
+        busy = "" if full else f"; the machine under CPU pressure {pressure:.0%}"
+        out.append(Counterfactual(Fix.THREADS, f"{why}{busy}: fewer intra-op threads", threads=fit))
     if result.fingerprint.device.startswith("cuda") and not result.knobs.get("pin_memory"):
         out.append(
             Counterfactual(Fix.PIN_MEMORY, "batches are copied to the GPU from pageable memory", {"pin_memory": True})
         )
-    return out[:MAX_COUNTERFACTUALS]
+    return out
 
 
 def diagnose_script(
@@ -242,9 +240,23 @@ def diagnose_script(
     base: list[Run] = []
     chosen: list[Counterfactual] = []
     cf_runs: dict[int, list[Run]] = {}
+    own_base: dict[int, list[Run]] = {}  # a lengthened counterfactual's unchanged runs, at its length
     left: dict[Fix, str] = {}
     site: Site | None = None
     first_round_s = 0.0
+
+    def pair(i: int, r: int) -> None:
+        cf = chosen[i]
+        if cf.steps is not None:
+            progress(f"round {r + 1}/{rounds}: as it is, {cf.steps} steps{budget.say()}")
+            longer = dataclasses.replace(spec, steps=cf.steps)
+            own_base.setdefault(i, []).append(
+                run_child(script, longer, f"round {r + 1} unchanged, longer", nproc=nproc)
+            )
+        progress(f"round {r + 1}/{rounds}: {cf.why}{budget.say()}")
+        at = spec if cf.steps is None else dataclasses.replace(spec, steps=cf.steps)
+        cf_runs[i].append(run_child(script, at, f"round {r + 1} counterfactual {_name(cf)}", cf, site, nproc))
+
     for r in range(rounds):
         if r > 0 and not budget.another_round(first_round_s, r, rounds):
             break
@@ -258,27 +270,42 @@ def diagnose_script(
                 base.append(run_child(script, spec, f"round {r + 1} unchanged", nproc=nproc))
                 if r == 0:
                     site = Site.from_dict(base[0].loader["site"]) if base[0].loader.get("site") else None
-                    chosen = choose(base[0], usable) if counterfactuals else []
-                    keep = budget.arms_that_fit(time.monotonic() - t0, [cf.why for cf in chosen], min(2, rounds))
-                    left = {cf.fix: "left out to keep within --budget" for cf in chosen[keep:]}
-                    chosen = chosen[:keep]
+                    options = choose(base[0], usable) if counterfactuals else []
+                    chosen, left = planned(spec, base[0], options, usable, time.monotonic() - t0, budget, rounds)
                     cf_runs = {i: [] for i in range(len(chosen))}
-                    for i, cf in enumerate(chosen):  # round 1: each right after the unchanged run, in order
-                        progress(f"round 1/{rounds}: {cf.why}{budget.say()}")
-                        cf_runs[i].append(
-                            run_child(script, spec, f"round 1 counterfactual {_name(cf)}", cf, site, nproc)
-                        )
+                    for i in range(len(chosen)):  # round 1: each right after the unchanged run, in order
+                        pair(i, 0)
                 continue
-            if r == 0:
-                continue
-            cf = chosen[arm]
-            progress(f"round {r + 1}/{rounds}: {cf.why}{budget.say()}")
-            cf_runs[arm].append(run_child(script, spec, f"round {r + 1} counterfactual {_name(cf)}", cf, site, nproc))
+            if r > 0:
+                pair(arm, r)
         if r == 0:
             first_round_s = budget.elapsed()
-    d = assess_script(target, base, chosen, cf_runs, usable, counterfactuals, left)
+    d = assess_script(target, base, chosen, cf_runs, usable, counterfactuals, left, own_base)
     d.budget = budget.summary()
     return d
+
+
+def planned(
+    spec: RunSpec, first: Run, options: Sequence[Counterfactual], usable: int, run_s: float, budget: Budget, rounds: int
+) -> tuple[list[Counterfactual], dict[Fix, str]]:
+    """The counterfactuals :mod:`.plan` runs from the first run's evidence (lengthened where it says), and why each
+    other one does not."""
+    from perfsuite.tools.doctor import plan
+    from perfsuite.tools.doctor.evidence import gather
+
+    if not options:
+        return [], {}
+    e = gather([first.result], [first.ledger], usable)
+    batches = first.loader.get("batches")
+    window = plan.Window(spec.steps, spec.warmup, int(batches) if isinstance(batches, int) else None)
+    workers = {cf.fix: int(cf.args["num_workers"]) if "num_workers" in cf.args else None for cf in options}
+    candidates = [plan.Candidate(cf.fix, cf.why, workers[cf.fix], cf.threads) for cf in options]
+    decided = plan.choose(candidates, e, window, run_s, budget.left(), min(2, rounds))
+    by_fix = {cf.fix: cf for cf in options}
+    out = [dataclasses.replace(by_fix[c.fix], steps=c.steps) for c in decided.run]
+    for fix, reason in decided.skipped.items():
+        budget.left_out.append(f"counterfactual {by_fix[fix].why}: {reason}")
+    return out, decided.skipped
 
 
 def assess_script(
@@ -289,6 +316,7 @@ def assess_script(
     usable: int,
     asked: bool = True,
     left: Mapping[Fix, str] | None = None,
+    own_base: Mapping[int, Sequence[Run]] | None = None,
 ) -> Diagnosis:
     """A Job's diagnosis of the unchanged runs, with the counterfactuals measured under their :class:`Fix`; the
     fixes at the script's line."""
@@ -302,7 +330,10 @@ def assess_script(
         change = cf.describe(site, given, threads)
         workers = int(cf.args["num_workers"]) if "num_workers" in cf.args else None
         runs = [x.result for x in cf_runs.get(i, [])]
-        measured[cf.fix] = tried(cf.fix, change, change, cf.why, results, runs, workers=workers)
+        paired = [x.result for x in (own_base or {}).get(i, [])] or results
+        if cf.steps is not None:
+            change += f" (its runs and the unchanged ones paired with it lengthened to {cf.steps} steps)"
+        measured[cf.fix] = tried(cf.fix, change, change, cf.why, paired, runs, workers=workers)
     none = None
     if not chosen:
         none = (
@@ -312,7 +343,8 @@ def assess_script(
             if site is None
             else "nothing to try: no free core for more workers, workers persist, cores not full"
             if not left
-            else "left out to keep within --budget"
+            else "none could change the answer within --budget: "
+            + "; ".join(f"{k.value}: {v}" for k, v in left.items())
         )
     tries = Counterfactuals(measured, dict(left or {}), none)
     d = assess(target, results, [b.ledger for b in base], tries, usable)

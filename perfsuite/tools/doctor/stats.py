@@ -30,19 +30,33 @@ def wait_band(fetch_ms: Sequence[Sequence[float]], host_ms: Sequence[Sequence[fl
 
     rng = np.random.default_rng(1)
     draws = [share([[g[i] for i in rng.integers(0, len(g), len(g))] for g in pairs if g]) for _ in range(BOOTSTRAP)]
-    lo, hi = (float(x) for x in np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100]))
+    raw = [float(x) for x in np.percentile(draws, [(1 - CONFIDENCE) / 2 * 100, (1 + CONFIDENCE) / 2 * 100])]
+    return banded(share(pairs), raw[0], raw[1], sum(len(g) for g in pairs))
+
+
+def banded(share: float, low: float, high: float, steps: int, source: str = "data wait") -> WaitBand:
+    """A wait share with its interval (clipped to [0, 1], saying so) and the band, called only when the interval
+    clears its edges."""
+    lo, hi = clip01(low), clip01(high)
     low_band, high_band = input_band(lo), input_band(hi)
     called = low_band == high_band
     edges = [limit for limit, _ in INPUT_BANDS if lo < limit <= hi]
     return WaitBand(
-        share=share(pairs),
+        share=clip01(share),
         low=lo,
         high=hi,
         band=low_band if called else None,
         between=None if called else f"{low_band} .. {high_band}",
         edge=edges[0] if edges else None,
-        steps=sum(len(g) for g in pairs),
+        steps=steps,
+        clipped=(lo, hi) != (low, high),
+        source=source,
     )
+
+
+def clip01(x: float) -> float:
+    """A fraction's bound kept in [0, 1] (a bootstrap percentile of a ratio of sums can leave it)."""
+    return min(1.0, max(0.0, x))
 
 
 def ratio_interval(base: Sequence[float], head: Sequence[float], label: str) -> Measured | Unavailable:
