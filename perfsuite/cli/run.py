@@ -215,4 +215,5 @@ def format_run(result: Any) -> str:
     for name, source in result.knob_sources.items():
         by_source.setdefault(source, []).append(name)
     lines += [f"  {source}: {', '.join(names)}" for source, names in by_source.items()]
+    lines += [f"  phases: {result.phases.line()}"] if result.phases is not None else []  # where the run's time went
     return "\n".join(lines)

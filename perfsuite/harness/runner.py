@@ -13,11 +13,13 @@ workload did not have (and the sync probe never counts the harness's own).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core import phases
 from perfsuite.core.knobs import Knobs, resolve_for_device
 from perfsuite.core.results import Fingerprint, Metric, Result, ScriptStop
 from perfsuite.errors import PerfsuiteError, RunInterrupted
@@ -109,6 +111,13 @@ def default_probes() -> list[Probe]:
 
 
 def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
+    """:func:`run_phases`, with each phase's wall and CPU time kept in the Result (:mod:`perfsuite.core.phases`)."""
+    with phases.recording() as clock:
+        result = run_phases(spec, probes)
+    return dataclasses.replace(result, phases=clock.times())
+
+
+def run_phases(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     """Build the pipeline and run it: warm-up, the measured window, then the observed steps.
 
     The order is the integrity guarantee. The window runs before any probe
@@ -135,6 +144,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
         from perfsuite.harness.script import drive_script
 
         ran = drive_script(target, spec, probes)
+        phases.enter(phases.ASSEMBLY)
         return assemble_result(
             ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan, ran.stop
         )
@@ -195,6 +205,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     probe.finish()
                 batches.close()
                 threads.restore()
+    phases.enter(phases.ASSEMBLY)
     rec = driver.recorded()
     return assemble_result(job, scale.name, spec, rec.timings, rec.sol_ms, rec.last_batch, probes, notes, rec.plan)
 

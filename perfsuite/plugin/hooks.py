@@ -645,6 +645,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         contention = session_line(perf.results)  # how busy the machine was: wall-clock verdicts abstain beyond it
         if contention:
             tr.write_line(contention)
+        from perfsuite.core.results import PhaseTimes
+
+        spent = PhaseTimes.summed(r.phases for r in perf.results.values())  # where the session's time went
+        if spent is not None:
+            tr.write_line(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line()}")
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 
