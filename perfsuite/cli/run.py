@@ -38,6 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the Result (with --repeat K, a baseline file of the K runs) as JSON to FILE, for perfsuite compare",
     )
+    p.add_argument(
+        "--setup-only",
+        action="store_true",
+        help="stop after the set-up (the dataset, generated or found in the cache, and the model build) and print "
+        "its phases' times; no step runs, so no Result is made",
+    )
     ranks = p.add_argument_group("ranks (DDP under torchrun; docs/distributed.md)")
     ranks.add_argument(
         "--nproc-per-node",
@@ -134,6 +140,8 @@ def _run(args: argparse.Namespace, note: Any) -> int:
             period_steps=period_steps(args.period_steps, args.observe_steps),
             watchdog=watchdog_from_args(args),
         )
+    if args.setup_only:
+        return _setup_only(args, spec)
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling
 
@@ -165,6 +173,26 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         if args.out is not None:
             print(f"perfsuite run: wrote {write_runs(args.out, args.workload, runs)}", file=sys.stderr)
     print(result.to_json() if args.json else format_run(result))
+    return 0
+
+
+def _setup_only(args: argparse.Namespace, spec: Any) -> int:
+    """``--setup-only``: the set-up's phases, said to be only that (no step ran, no Result)."""
+    import json
+
+    from perfsuite.errors import PerfsuiteError
+    from perfsuite.harness.runner import setup_only
+
+    if args.out is not None or args.nproc_per_node > 1 or args.scaling_rounds or args.repeat > 1:
+        raise PerfsuiteError(
+            "--setup-only runs no step, so there is no Result to --out, repeat or launch on ranks; drop --setup-only "
+            "or those options"
+        )
+    times = setup_only(spec)
+    if args.json:
+        print(json.dumps({"setup_only": True, "workload": args.workload, "scale": spec.scale, "phases": times.to_list()}))
+    else:
+        print(f"perfsuite run: --setup-only: stopped after the set-up, no step was run; {times.line()}")
     return 0
 
 
