@@ -24,8 +24,9 @@ package's: :meth:`perfsuite.probes.sites.Sites.find_users`), with what that line
 reads no Python-level call makes, such as a memory map's, are the stage's only). Allocated and output bytes
 stay by stage: they are measured between a stage's edges, not per call.
 
-The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
-on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
+The batches are run once uncounted first (lazy imports, per-process caches), then counted twice (allocations
+in the first counted pass only: they are noisy and never compared, and tracing them was two thirds of the
+count's CPU time), each pass on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
 a counter that differs between the two counted passes is reported *unavailable*, naming what moved
 (a generator nobody seeds, a clock read in a loop), never judged exactly. The garbage collector is off
 while counting (a finaliser running at a collection would count), and the generators and torch's thread
@@ -419,7 +420,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
     tally: _Tally | None = None
     try:
         with _isolated() as reseed, canonical_image_formats():
-            for counted in (False, True, True):
+            for counted, traced in ((False, False), (True, True), (True, False)):
                 clone, staged = _staged_copy(dataset, holder)
                 if not counted:
                     _one_pass(clone, collate, plans, seed, reseed, None)
@@ -437,7 +438,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                 tally = _Tally(out, rchar, skip, sites)
                 gc.collect()
                 gc.disable()
-                if not traced_before:
+                if traced and not traced_before:  # allocations are the first pass's: never compared, so traced once
                     tracemalloc.start()
                 holder[0] = tally
                 sys.setprofile(tally.profile)
@@ -448,7 +449,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                     tally.on = False
                     sys.setprofile(old_profile)
                     holder[0] = None
-                    if not traced_before:
+                    if traced and not traced_before:
                         tracemalloc.stop()
                     if gc_before:
                         gc.enable()
