@@ -2,7 +2,7 @@
 # The sync model's ground truth, the reference suite's markers on CUDA, the CUDA exact file with the loader's
 # counts, a timing baseline under the GPU's fingerprint, and the seeds' full-scale claim: one call on a lent GPU
 # machine (docs/gpu.md). `bash scripts/gpu_truth.sh --cpu` makes the CPU side of the sync table here;
-# `--dry-run` lists what would run and be compared.
+# `--dry-run` lists what would run and be compared (and runs the phase budget's checker on a smoke run here).
 # On the GPU it needs the wheels its image lacks in .whl/ (bash ../shared/tools/device-wheels.sh).
 # STEPS picks the parts (default: all): suite scripts truth full doctor. Everything lands in $OUT.
 set -u
@@ -12,7 +12,12 @@ export PYTHONUNBUFFERED=1
 step() { echo "=== $1 $(date -u +%T)"; }
 want() { [[ " ${STEPS:-unit suite scripts truth full doctor} " == *" $1 "* ]]; }
 if [ "${1:-}" = --dry-run ]; then  # what would run and be compared, on any machine
-  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-unit suite scripts truth full doctor}"; exit 0
+  ${PYTHON:-python} scripts/sync_truth.py runs; echo "steps: ${STEPS:-unit suite scripts truth full doctor}"
+  echo "full: face_parsing --scale full --setup-only twice (the dataset made, then found in under 1 s), then the seed's"
+  echo "  and the fix's runs, each Result's phases checked by scripts/phase_budget.py (overhead beyond warm-up + window"
+  echo "  <= ${BUDGET_S:-15} s); the checker itself on this machine's smoke Result:"
+  ${PYTHON:-python} -m perfsuite.cli run face_parsing --steps 2 --warmup 1 --json >"$W/dry.json" 2>/dev/null &&
+    ${PYTHON:-python} scripts/phase_budget.py "$W/dry.json" --budget 1e9 | head -3; exit $?
 fi
 if [ "${1:-}" = --cpu ]; then
   SIDE=cpu; PY=${PYTHON:-python}; STEPS=${STEPS:-suite scripts truth}; SUITE_S=${SUITE_S:-1500}
@@ -56,6 +61,9 @@ if want truth; then step "sync truth ($SIDE)"
          --markdown "$W/logs/sync_truth.md" | tail -80; fi
 fi
 if want full && [ $SIDE = cuda ]; then step "full scale: face_parsing 512x512, the seed's settings against the seeds' fix"
+  # The dataset made once (its time recorded), then found by a fresh process: the runs below are timed warm
+  for k in 1 2; do timeout "${SETUP_S:-400}" $PY -m perfsuite.cli run face_parsing --scale full --setup-only --json \
+    >"$W/full-setup$k.json" 2>>"$W/logs/full-setup.log"; echo "setup-only $k: exit $? $(cat "$W/full-setup$k.json")"; done
   timeout "${FULL_S:-200}" bash -c "
     $PY -m perfsuite.cli run face_parsing --scale full --aug cpu --workers 2 --steps 30 --json \
       >$W/full-seed.json 2>$W/logs/full-seed.log
@@ -75,6 +83,9 @@ for name in ("samples_per_s", "gpu_util", "gpu_sm_util", "data_wait_frac", "inpu
     ratio = values[1] / values[0] if all(isinstance(v, (int, float)) and v for v in values) else None
     print(f"{name:18} seed {values[0]!s:>10}  tuned {values[1]!s:>10}  ratio {ratio if ratio is None else round(ratio, 3)}")
 PYEOF
+  # Where each run's time went, and the budget: at most BUDGET_S beyond warm-up + window, the cache hit (issue 54)
+  $PY scripts/phase_budget.py "$W/full-seed.json" "$W/full-tuned.json" --setup "$W/full-setup2.json" \
+    --budget "${BUDGET_S:-15}" | tee "$W/logs/phase-budget.txt"
 fi
 if want doctor && [ $SIDE = cuda ]; then step "doctor on the example script"
   timeout "${DOCTOR_S:-100}" $PY -m perfsuite.cli doctor -- $PY examples/own_pipeline/train.py --data "$W/own-data" \

@@ -190,7 +190,9 @@ def _setup_only(args: argparse.Namespace, spec: Any) -> int:
         )
     times = setup_only(spec)
     if args.json:
-        print(json.dumps({"setup_only": True, "workload": args.workload, "scale": spec.scale, "phases": times.to_list()}))
+        print(
+            json.dumps({"setup_only": True, "workload": args.workload, "scale": spec.scale, "phases": times.to_list()})
+        )
     else:
         print(f"perfsuite run: --setup-only: stopped after the set-up, no step was run; {times.line()}")
     return 0

@@ -31,8 +31,12 @@ FIRST_BATCH, WARMUP, WINDOW, SOL = "first batch", "warm-up", "window", "speed of
 WINDOW_CLOSE = "window close"  # the probes' samplers stopped, the loader's workers left to go idle
 AFTER_WINDOW = "after window"  # + ": <probe name>" for each probe whose after_window() ran
 PERIOD_SCAN, OBSERVED, TEARDOWN, ASSEMBLY = "period scan", "observed steps", "teardown", "result"
-# What the driver's measurement itself is: the rest is the overhead a runner pays beyond it.
-MEASURED = (WARMUP, WINDOW)
+# The run's own training steps before and in the window (the first batch is the first warm-up step): what a
+# runner pays for whatever perfsuite does; the rest of a run's time is perfsuite's overhead.
+STEP_PHASES = (FIRST_BATCH, WARMUP, WINDOW)
+# A full-scale face_parsing run on one H200 may spend this long beyond its STEP_PHASES, its dataset already cached
+# (issue 54: the 32-test reference suite at full scale in 10 minutes); scripts/phase_budget.py checks it.
+OVERHEAD_BUDGET_S = 15.0
 
 
 def after_window(probe: str) -> str:
@@ -101,3 +105,8 @@ def within(name: str) -> Iterator[None]:
         yield
     finally:
         clock.enter(before)
+
+
+def overhead_s(times: PhaseTimes) -> float:
+    """The run's wall time beyond its warm-up and window steps (:data:`STEP_PHASES`)."""
+    return max(0.0, times.wall_s - sum(p.wall_s for p in times.phases if p.name in STEP_PHASES))

@@ -114,3 +114,36 @@ def test_a_sessions_phases_are_summed_by_name():
     total = PhaseTimes.summed([a, None, b])
     assert total == PhaseTimes((Phase("set-up", 4.0, 0.75), Phase("window", 2.0, 1.0), Phase("teardown", 1.0, 1.0)))
     assert PhaseTimes.summed([None]) is None
+
+
+def test_the_overhead_is_the_time_beyond_the_warm_up_and_window_steps():
+    times = PhaseTimes(
+        (
+            Phase(phases.SETUP, 2.0, 1.0),
+            Phase(phases.FIRST_BATCH, 1.0, 0.1),
+            Phase(phases.WARMUP, 3.0, 1.0),
+            Phase(phases.WINDOW, 5.0, 4.0),
+            Phase(phases.after_window("loadercount"), 4.0, 4.0),
+        )
+    )
+    assert phases.overhead_s(times) == pytest.approx(6.0)
+
+
+def test_the_budget_script_fails_a_run_over_budget_and_a_missed_cache(timed, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "phase_budget.py"
+    spec = importlib.util.spec_from_file_location("phase_budget", script)
+    budget = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(budget)
+    result = tmp_path / "run.json"
+    result.write_text(timed[0].to_json())
+    over = phases.overhead_s(timed[0].phases)
+    assert budget.main([str(result), "--budget", str(over * 2 + 1)]) == 0
+    assert budget.main([str(result), "--budget", str(over / 2)]) == 1
+    setup = tmp_path / "setup.json"
+    setup.write_text('{"setup_only": true, "phases": [{"name": "dataset", "wall_s": 3.0, "cpu_s": 3.0}]}')
+    assert budget.main(["--setup", str(setup)]) == 1
+    setup.write_text('{"setup_only": true, "phases": [{"name": "dataset", "wall_s": 0.01, "cpu_s": 0.01}]}')
+    assert budget.main(["--setup", str(setup)]) == 0
