@@ -26,7 +26,8 @@ stay by stage: they are measured between a stage's edges, not per call.
 
 The batches are run once uncounted first (lazy imports, per-process caches), then counted twice (allocations
 in the first counted pass only: they are noisy and never compared, and tracing them was two thirds of the
-count's CPU time), each pass on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
+count's CPU time), each pass on a fresh copy of the Dataset (a generator the Dataset holds starts each pass
+where the original's is);
 a counter that differs between the two counted passes is reported *unavailable*, naming what moved
 (a generator nobody seeds, a clock read in a loop), never judged exactly. The garbage collector is off
 while counting (a finaliser running at a collection would count), and the generators and torch's thread
