@@ -185,7 +185,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not tests:
         return
     scale = state.settings.scale
-    recorded = estimate.load(estimate.record_path(), state.device(), scale)
+    from perfsuite.core.options import resolve_device
+
+    try:
+        device = resolve_device(state.settings.device)
+    except PerfsuiteError:  # no such device here: the first test fails saying so, with nothing to estimate
+        return
+    recorded = estimate.load(estimate.record_path(), device, scale)
     state.estimate = estimate.estimate(tests, recorded, scale)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
