@@ -140,3 +140,20 @@ def test_generating_in_several_processes_writes_the_same_bytes(tmp_path, monkeyp
             files[processes, name] = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     for name in ("face_parsing", "gray_classifier"):
         assert len(files["1", name]) >= 8 and files["1", name] == files["3", name]
+
+
+def test_setup_only_stops_after_the_set_up_and_a_second_run_finds_the_dataset(tmp_path, capsys):
+    import json
+
+    from perfsuite.cli.main import main
+
+    args = ["run", "gray_classifier", "--setup-only", "--json", "--cache-dir", str(tmp_path)]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["setup_only"] is True and [p["name"] for p in first["phases"]] == ["set-up", "dataset", "model build"]
+    (manifest,) = tmp_path.rglob("manifest.json")
+    made = manifest.stat().st_mtime_ns
+    assert main(args) == 0  # the dataset found, not made again
+    assert manifest.stat().st_mtime_ns == made and len(list(tmp_path.rglob("manifest.json"))) == 1
+    assert main([*args, "--out", str(tmp_path / "r.json")]) == 2  # no Result to write
+    assert "--setup-only runs no step" in capsys.readouterr().err
