@@ -48,9 +48,10 @@ def load(path: Path, device: str, scale: str) -> dict[str, float]:
         return {}
 
 
-def save(path: Path, device: str, scale: str, results: Mapping[str, Any]) -> None:
-    """Add this session's tests' wall times (from their Results' phases) to the record, atomically."""
-    spent: dict[str, float] = {}
+def save(path: Path, device: str, scale: str, results: Mapping[str, Any], ran: Iterable[str] = ()) -> None:
+    """Add this session's tests' wall times (from their Results' phases) to the record, atomically; a test in
+    ``ran`` that made no Result (skipped inside: a GPU-only test on a CPU) is recorded as taking none."""
+    spent: dict[str, float] = dict.fromkeys(ran, 0.0)
     for result_id, result in results.items():
         if result.phases is not None:
             spent[test_of(result_id)] = spent.get(test_of(result_id), 0.0) + result.phases.wall_s

@@ -618,7 +618,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
         if state._device is not None and perf.results and state.capture is None:
             from perfsuite.plugin import estimate
 
-            estimate.save(estimate.record_path(), state._device, s.scale, perf.results)  # the next session's estimate
+            ran = state.estimate.finished if state.estimate is not None else ()
+            estimate.save(estimate.record_path(), state._device, s.scale, perf.results, ran)  # the next estimate
     if interrupts.GUARD.pending:  # pressed while writing: the files are whole; the exit status says it
         interrupts.GUARD.delivered()
         session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -49,3 +49,9 @@ def test_an_unreadable_record_is_no_estimate_never_an_error(tmp_path):
     bad.write_text("{not json")
     assert estimate.load(bad, "cpu", "smoke") == {}
     assert estimate.clock(3725) == "1 h 02 min" and estimate.clock(75) == "1 min 15 s"
+
+
+def test_a_test_that_ran_without_a_result_is_recorded_as_taking_none(tmp_path):
+    path = tmp_path / estimate.RECORD
+    estimate.save(path, "cpu", "smoke", {}, ran=["tests/perf/test_gpu.py::test_only_on_cuda"])
+    assert estimate.load(path, "cpu", "smoke") == {"tests/perf/test_gpu.py::test_only_on_cuda": 0.0}
