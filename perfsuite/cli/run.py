@@ -33,6 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "verdict needs several base runs: docs/baselines.md); 3 is what --perfsuite-save keeps",
     )
     p.add_argument(
+        "--setup-only",
+        action="store_true",
+        help="stop after the set-up (the dataset, generated or found in the cache, and the model build) and print "
+        "its phases' times; no step runs, so no Result is made",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         metavar="FILE",
@@ -121,6 +127,7 @@ def _run(args: argparse.Namespace, note: Any) -> int:
     from perfsuite.jobs.registry import is_job_target
 
     import_modules(args.imports)
+    _check_setup_only(args)
     scale = args.scale or "smoke"
     steps, warmup, observe_steps = run_lengths(scale, args.steps, args.warmup, args.observe_steps)
     if is_job_target(args.workload):  # a user's job: only the knobs typed on the command line are asked of it
@@ -180,6 +187,8 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         from perfsuite.cli.progress import phase_progress
 
         runs = []
+        if args.setup_only:
+            return _setup_only(args, spec)
         for _ in range(args.repeat):
             with phase_progress(args.workload) as show:
                 runs.append(run_job(dataclasses.replace(spec, progress=show)))
@@ -254,4 +263,31 @@ def format_run(result: Any) -> str:
     for name, source in result.knob_sources.items():
         by_source.setdefault(source, []).append(name)
     lines += [f"  {source}: {', '.join(names)}" for source, names in by_source.items()]
+    lines += [f"  phases: {result.phases.line()}"] if result.phases is not None else []  # where the run's time went
     return "\n".join(lines)
+
+
+def _check_setup_only(args: argparse.Namespace) -> None:
+    """``--setup-only`` with what needs steps is bad input, said before any work."""
+    if args.setup_only and (args.out is not None or args.nproc_per_node > 1 or args.scaling_rounds or args.repeat > 1):
+        from perfsuite.errors import PerfsuiteError
+
+        raise PerfsuiteError(
+            "--setup-only runs no step, so there is no Result to --out, repeat or launch on ranks; drop --setup-only "
+            "or those options"
+        )
+
+
+def _setup_only(args: argparse.Namespace, spec: Any) -> int:
+    """``--setup-only``: the set-up's phases, said to be only that (no step ran, no Result)."""
+    import json
+
+    from perfsuite.harness.runner import setup_only
+
+    times = setup_only(spec)
+    if args.json:
+        record = {"setup_only": True, "workload": args.workload, "scale": spec.scale, "phases": times.to_list()}
+        print(json.dumps(record))
+    else:
+        print(f"perfsuite run: --setup-only: stopped after the set-up, no step was run; {times.line()}")
+    return 0

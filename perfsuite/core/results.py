@@ -13,6 +13,7 @@ import math
 import os
 import platform
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -282,6 +283,84 @@ class ScriptStop:
 
 
 @dataclass(frozen=True)
+class Phase:
+    """One phase of a run (set-up, warm-up, the window, ...): its wall time and the main process's CPU time, in s.
+
+    CPU time is the perfsuite process's own (every thread of it), not its DataLoader workers': it says how much of
+    the phase's wall time the host itself was busy, which is what a GPU waits on when the phase is not measurement.
+    """
+
+    name: str
+    wall_s: float
+    cpu_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "wall_s": self.wall_s, "cpu_s": self.cpu_s}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Phase:
+        _need(isinstance(data, dict), where, data, "an object with name, wall_s and cpu_s")
+        _no_unknown(data, ("name", "wall_s", "cpu_s"), where)
+        times = {}
+        for key in ("wall_s", "cpu_s"):
+            value = _number(data.get(key, _MISSING), f"{where}.{key}")
+            _need(value >= 0, f"{where}.{key}", value, "seconds >= 0")
+            times[key] = float(value)
+        return cls(_text(data.get("name", _MISSING), f"{where}.name"), times["wall_s"], times["cpu_s"])
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """Where a run's time went, phase by phase in the order each first began (:mod:`perfsuite.harness.phases`).
+
+    The phases tile the run: their wall times sum to the run's wall time (``wall_s``), from the call of
+    :func:`perfsuite.harness.runner.run` to its Result.
+    """
+
+    phases: tuple[Phase, ...]
+
+    @property
+    def wall_s(self) -> float:
+        return sum(p.wall_s for p in self.phases)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(p.cpu_s for p in self.phases)
+
+    def get(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+    def line(self, least_s: float = 0.005) -> str:
+        """One line: ``12.3 s: set-up 1.10, warm-up 2.00, window 5.00, ...`` (wall seconds); the phases shorter
+        than ``least_s`` are counted at the end, not listed (the JSON keeps them all)."""
+        shown = [p for p in self.phases if p.wall_s >= least_s]
+        short = len(self.phases) - len(shown)
+        parts = [f"{p.name} {p.wall_s:.2f}" for p in shown]
+        parts += [f"{short} more under {least_s * 1e3:g} ms"] if short else []
+        return f"{self.wall_s:.1f} s: {', '.join(parts)}"
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [p.to_dict() for p in self.phases]
+
+    @classmethod
+    def summed(cls, runs: Iterable[PhaseTimes | None]) -> PhaseTimes | None:
+        """Each phase's total over several runs (a session's), in the order each first appears; None: no run
+        recorded its phases."""
+        totals: dict[str, list[float]] = {}
+        for times in runs:
+            for p in times.phases if times is not None else ():
+                total = totals.setdefault(p.name, [0.0, 0.0])
+                total[0] += p.wall_s
+                total[1] += p.cpu_s
+        return cls(tuple(Phase(name, wall, cpu) for name, (wall, cpu) in totals.items())) if totals else None
+
+    @classmethod
+    def from_list(cls, data: Any, where: str = "phases") -> PhaseTimes:
+        _need(isinstance(data, list), where, data, "a list of {name, wall_s, cpu_s}")
+        return cls(tuple(Phase.from_dict(item, f"{where}[{i}]") for i, item in enumerate(data)))
+
+
+@dataclass(frozen=True)
 class Result:
     """Everything one run produced. Plain data; see the module docstring."""
 
@@ -309,6 +388,8 @@ class Result:
     environment: dict[str, Any] = field(default_factory=dict)
     # A user's script (perfsuite exec): where perfsuite stopped it and the phases it does not get. None for a Job.
     script: ScriptStop | None = None
+    # How long each phase of the run took (set-up, warm-up, window, ...). None: a Result written before it was kept.
+    phases: PhaseTimes | None = None
 
     def metric(self, name: str) -> Metric:
         """The metric by name; a metric no probe reported is unavailable, with that reason."""
@@ -338,6 +419,7 @@ class Result:
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
             **({"environment": self.environment} if self.environment else {}),
             **({"script": self.script.to_dict()} if self.script is not None else {}),
+            **({"phases": self.phases.to_list()} if self.phases is not None else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -401,6 +483,7 @@ class Result:
             ranks=_ranks(data.get("ranks", [])),
             environment=_environment(data.get("environment", {})),
             script=ScriptStop.from_dict(data["script"]) if data.get("script") is not None else None,
+            phases=PhaseTimes.from_list(data["phases"]) if data.get("phases") is not None else None,
         )
         from perfsuite.core.schema import check_result
 
@@ -434,6 +517,7 @@ _RESULT_FIELDS = (
     "ranks",
     "environment",
     "script",
+    "phases",
 )
 _INT_LIMIT = 2**63  # JSON numbers beyond int64 are not measurements; float() of a 400-digit integer overflows
 _MISSING = object()

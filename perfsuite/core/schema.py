@@ -46,6 +46,16 @@ class FingerprintSchema(BaseModel):
     torch: StrictStr
 
 
+class PhaseSchema(BaseModel):
+    """One phase of a run (results.Phase): times cannot be negative."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[StrictStr, Field(min_length=1)]
+    wall_s: NonNegative
+    cpu_s: NonNegative
+
+
 class ResultSchema(BaseModel):
     """A Result as ``Result.to_json`` writes it (schema_version 1)."""
 
@@ -68,6 +78,7 @@ class ResultSchema(BaseModel):
     ranks: list[dict[str, Any]] = []
     environment: dict[str, Any] = {}  # what the machine was doing: contention (probes/contention.py)
     script: dict[str, Any] | None = None  # where perfsuite stopped a user's script (results.ScriptStop)
+    phases: list[PhaseSchema] | None = None  # each phase's wall and CPU time (results.PhaseTimes)
 
 
 class ExactFileSchema(BaseModel):

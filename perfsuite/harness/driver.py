@@ -45,10 +45,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from perfsuite.core import phases
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.batches import batch_samples
 from perfsuite.harness.clock import StepClock, clone_batch, mode_depth, on_device, paired_ms, synchronize
-from perfsuite.harness.observation import ObservationPlan, period_steps_for
+from perfsuite.harness.observation import SCAN, ObservationPlan, period_steps_for
 from perfsuite.harness.state import kept_rng, undone
 from perfsuite.harness.watchdog import Watchdog
 from perfsuite.probes.base import Probe, RunContext, WindowTimings, unobserved
@@ -204,6 +205,7 @@ class Driver:
                 self.k, self.n = self.batches, self.spec.warmup
                 if self.batches == 0:  # the first batch alone, under the loader timeout (workers start here)
                     self.phase = "first batch"
+                    phases.enter(phases.FIRST_BATCH)
                     self.show(self.phase, 0, 1)
                     self._dog_phase.enter_context(
                         self.dog.phase("first batch", deadline_s=self.spec.watchdog.first_batch_deadline())
@@ -247,6 +249,7 @@ class Driver:
         if self.phase == "first batch":
             self._dog_phase.close()
             self.phase = WARMUP
+            phases.enter(phases.WARMUP)
             self._dog_phase.enter_context(self.dog.phase("warm-up"))
             self.show(self.phase, 0, self.n)
             self.check()
@@ -298,6 +301,7 @@ class Driver:
     @_keeps_rng
     def _begin_window(self) -> None:
         """Before the window's first fetch: the device synchronised, the probes' passive samplers started."""
+        phases.enter(phases.WINDOW)
         self._dog_phase.close()
         synchronize(self.job.device)
         self.check()
@@ -327,6 +331,7 @@ class Driver:
         self.step_cpu_s.append(self._c_req - self._after_fetch_cpu)
         synchronize(self.job.device)
         self.end = time.perf_counter()
+        phases.enter(phases.WINDOW_CLOSE)
         self._dog_phase.close()
         self.show(self.phase, self.n, self.n)
         self._stop_probes()
@@ -337,6 +342,7 @@ class Driver:
         direct = self.source.direct_step()  # None for a script: its steps are its own loop body (harness.state)
         if direct is not None:
             self.phase, self.k, self.n = SOL, 0, self.spec.sol_steps
+            phases.enter(phases.SOL)
             self.show(self.phase, 0, self.n)
             self._dog_phase.enter_context(self.dog.phase("speed of light", steps=self.spec.sol_steps + 1))
             with undone(self.source.state_objects()):  # the extra steps leave the job's state as they found it
@@ -357,10 +363,12 @@ class Driver:
         self.phase, self.k, self.n = "loader ledger", 0, 0
         with self.dog.phase("loader ledger"):
             for probe in self.probes:
+                phases.enter(phases.after_window(probe.name))
                 probe.after_window()
         self.check()
         period = period_steps_for(self.spec.period_steps, self.job)
         self.plan = ObservationPlan(self.spec.observe_steps, period, self.probes)
+        self._enter_observed_phase()
         self.phase, self.k, self.n = AFTER, 0, self.plan.most_steps
         self._dog_phase.enter_context(self.dog.phase("observe", steps=self.plan.most_steps))
 
@@ -399,16 +407,24 @@ class Driver:
             assert self.plan is not None
             self.plan.record(kind)
             self.k += 1
+            self._enter_observed_phase()
+
+    def _enter_observed_phase(self) -> None:
+        """The steps after the window are timed as the period scan's, then the observed steps'."""
+        assert self.plan is not None
+        phases.enter(phases.PERIOD_SCAN if self.plan.next_kind() == SCAN else phases.OBSERVED)
 
     @_keeps_rng
     def _finish(self) -> None:
         synchronize(self.job.device)
+        phases.enter(phases.TEARDOWN)
         self._dog_phase.close()
         self.show(self.phase, self.n, self.n)
         self.phase = DONE
 
     def close(self) -> None:
         """However the run ended: leave no mode, hook, deadline or running sampler behind."""
+        phases.enter(phases.TEARDOWN)
         self._kind = None
         try:
             self._observing.close()

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from perfsuite.core import phases
 from perfsuite.core.knobs import Knobs
 from perfsuite.errors import AugmentationError, JobError, KnobError, PerfsuiteError
 from perfsuite.harness import workers
@@ -308,7 +309,8 @@ def build_pipeline(
     torch.manual_seed(seed)
     device = torch.device(knobs.device)
     apply_backend_flags(knobs)
-    root = materialize(workload, scale, seed=seed, cache_dir=cache_dir)
+    with phases.within(phases.DATASET):  # generated once per machine; a cache hit reads its manifest
+        root = materialize(workload, scale, seed=seed, cache_dir=cache_dir)
     recipe = workload.recipe()
     cpu_aug = CpuAugment(recipe, aug_kind, fill=workload.fill, seed=seed) if knobs.aug.placement == "cpu" else None
     batch_size = knobs.loader.batch_size or scale.batch_size
@@ -339,14 +341,15 @@ def build_pipeline(
             )
         batch_mix = PairedCutMix(p=knobs.aug.cutmix)
 
-    model: nn.Module = workload.build_model(scale).to(device)
-    if knobs.step.channels_last:
-        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    # fused=False leaves torch's default implementation (foreach on CUDA), as a user's script would.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True if knobs.step.fused else None)
-    scaler = torch.amp.GradScaler(device.type) if knobs.step.amp == "fp16" else None
-    if knobs.step.compile:
-        model = torch.compile(model, mode=knobs.step.compile)  # type: ignore[assignment]
+    with phases.within(phases.MODEL):
+        model: nn.Module = workload.build_model(scale).to(device)
+        if knobs.step.channels_last:
+            model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+        # fused=False leaves torch's default implementation (foreach on CUDA), as a user's script would.
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True if knobs.step.fused else None)
+        scaler = torch.amp.GradScaler(device.type) if knobs.step.amp == "fp16" else None
+        if knobs.step.compile:
+            model = torch.compile(model, mode=knobs.step.compile)  # type: ignore[assignment]
     model.train()
     return Pipeline(
         workload, scale, knobs, device, loader, eval_loader, model, optimizer, scaler, gpu_aug, batch_mix, batch_size

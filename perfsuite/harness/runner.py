@@ -13,13 +13,15 @@ workload did not have (and the sync probe never counts the harness's own).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core import phases
 from perfsuite.core.knobs import Knobs, resolve_for_device
-from perfsuite.core.results import Fingerprint, Metric, Result, ScriptStop
+from perfsuite.core.results import Fingerprint, Metric, PhaseTimes, Result, ScriptStop
 from perfsuite.errors import PerfsuiteError, RunInterrupted
 from perfsuite.harness import interrupts, workers
 from perfsuite.harness.batches import batch_samples
@@ -31,7 +33,16 @@ from perfsuite.harness.watchdog import Watchdog, WatchdogConfig
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.loader import loader_headroom
 
-__all__ = ["RunSpec", "assemble_result", "default_probes", "input_band", "input_efficiency", "run", "speed_of_light"]
+__all__ = [
+    "RunSpec",
+    "assemble_result",
+    "default_probes",
+    "input_band",
+    "input_efficiency",
+    "run",
+    "setup_only",
+    "speed_of_light",
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,44 @@ def default_probes() -> list[Probe]:
 
 
 def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
+    """:func:`run_phases`, with each phase's wall and CPU time kept in the Result (:mod:`perfsuite.core.phases`)."""
+    with phases.recording() as clock:
+        result = run_phases(spec, probes)
+    return dataclasses.replace(result, phases=clock.times())
+
+
+def setup_only(spec: RunSpec) -> PhaseTimes:
+    """The run's set-up alone, timed as :func:`run` times it (the dataset, the model build, the loader), and no
+    step: ``perfsuite run --setup-only``, to see the dataset cache hit without paying for the steps."""
+    import torch
+
+    from perfsuite.harness.pipeline import build_pipeline
+    from perfsuite.jobs.contract import Job, bind
+    from perfsuite.jobs.script import Script
+
+    with phases.recording() as clock:
+        target = spec.resolve()
+        if isinstance(target, Script):
+            raise PerfsuiteError(
+                "--setup-only stops a run after perfsuite's own set-up, and a script's set-up is the script's own "
+                "code up to its first batch; drop --setup-only, or run a workload or Job"
+            )
+        if isinstance(target, Job):
+            bind(target, spec.job_knobs, default_device=spec.knobs.device)
+        else:
+            knobs, _ = resolve_for_device(spec.knobs, torch.cuda.is_available())
+            build_pipeline(
+                target,
+                target.scale(spec.scale),
+                knobs,
+                seed=spec.seed,
+                cache_dir=spec.cache_dir,
+                loader_timeout_s=spec.watchdog.loader_timeout(),
+            )
+    return clock.times()
+
+
+def run_phases(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     """Build the pipeline and run it: warm-up, the measured window, then the observed steps.
 
     The order is the integrity guarantee. The window runs before any probe
@@ -149,6 +198,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
             )
 
         ran = drive_script(target, spec, probes)
+        phases.enter(phases.ASSEMBLY)
         return assemble_result(
             ran.job, spec.scale, spec, ran.timings, ran.sol_ms, ran.last_batch, probes, ran.notes, ran.plan, ran.stop
         )
@@ -215,6 +265,7 @@ def run(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
                     probe.finish()
                 batches.close()
                 threads.restore()
+    phases.enter(phases.ASSEMBLY)
     rec = driver.recorded()
     return assemble_result(job, scale.name, spec, rec.timings, rec.sol_ms, rec.last_batch, probes, notes, rec.plan)
 

@@ -9,6 +9,7 @@ Session state lives in ``config.stash``. User docs: docs/plugin.md.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ class PerfState:
     # Set by a tool that takes over the runs (perfsuite doctor on a test id, perfsuite.plugin.capture): each
     # perf_run call hands it its RunSpec and returns what it returns; nothing is judged.
     capture: Any = None
+    # The session's estimated time and its progress (perfsuite.plugin.estimate); None: no perf test collected here
+    estimate: Any = None
 
     @property
     def judged(self) -> bool:
@@ -159,6 +162,63 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
         state.collected |= {result_nodeid(item.nodeid, getattr(item, "path", None), state.root) for item in items}
         state.partial_files |= partly_selected_files(config, state.root)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test: the session's estimated time, from the same tests' runs recorded on this machine
+    (else the scale's default per test), so a full-scale session's cost can be planned (perfsuite.plugin.estimate).
+    """
+    from perfsuite.plugin import estimate, xdist
+
+    state = session.config.stash.get(STATE, None)
+    if state is None or state.capture is not None or xdist.is_worker(session.config):
+        return
+    if session.config.option.collectonly:
+        return
+    from perfsuite.plugin.invocation import result_nodeid
+
+    tests = [
+        result_nodeid(item.nodeid, getattr(item, "path", None), state.root)
+        for item in session.items
+        if "perf_run" in getattr(item, "fixturenames", ())
+    ]
+    if not tests:
+        return
+    scale = state.settings.scale
+    from perfsuite.core.options import resolve_device
+
+    try:
+        device = resolve_device(state.settings.device)
+    except PerfsuiteError:  # no such device here: the first test fails saying so, with nothing to estimate
+        return
+    recorded = estimate.load(estimate.record_path(), device, scale)
+    state.estimate = estimate.estimate(tests, recorded, scale)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(state.estimate.line())
+
+
+def _progress(state: PerfState, config: pytest.Config) -> Any:
+    """``progress(phase, done, total)`` for the runs of a long session on a terminal: a line at each phase's start
+    with the time left in the session; None otherwise (short sessions, CI, piped output: nothing is printed)."""
+    from perfsuite.jobs.workloads.data import show_progress
+    from perfsuite.plugin.estimate import LONG_SESSION_S
+
+    plan = state.estimate
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if plan is None or reporter is None or not show_progress() or plan.total_s < LONG_SESSION_S:
+        return None
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    last: list[str] = []
+
+    def show(phase: str, done: int, total: int) -> None:
+        if last and last[0] == phase:
+            return
+        last[:] = [phase]
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write_line(plan.progress(phase, done, total))
+
+    return show
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -325,6 +385,11 @@ class PerfRun:
             )  # mutate: faults in the step's code
         if self._state.capture is not None:
             return self._state.capture(spec, result_id)
+        show = _progress(self._state, self._node.config)
+        if show is not None:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, progress=show)
         failure = None
         try:
             if nproc_per_node > 1 or scaling_rounds:
@@ -446,6 +511,12 @@ def perf_run(request: pytest.FixtureRequest) -> PerfRun:
     """
     state = request.config.stash[STATE]
     state.children.setdefault(request.node.nodeid, _child_pids())
+    if state.estimate is not None:  # the session's progress: this test runs now, until its teardown
+        from perfsuite.plugin.invocation import result_nodeid
+
+        test = result_nodeid(request.node.nodeid, getattr(request.node, "path", None), state.root)
+        state.estimate.start(test)
+        request.addfinalizer(lambda: state.estimate.finish(test))
     return PerfRun(state, request.node, request)
 
 
@@ -565,6 +636,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
 
     with interrupts.GUARD.deferred():  # a Ctrl-C now lets every file be written whole
         failed = _write_outputs(state, perf, s, reason)
+        if state._device is not None and perf.results and state.capture is None:
+            from perfsuite.plugin import estimate
+
+            ran = state.estimate.finished if state.estimate is not None else ()
+            estimate.save(estimate.record_path(), state._device, s.scale, perf.results, ran)  # the next estimate
     if interrupts.GUARD.pending:  # pressed while writing: the files are whole; the exit status says it
         interrupts.GUARD.delivered()
         session.exitstatus = pytest.ExitCode.INTERRUPTED
@@ -666,6 +742,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         contention = session_line(perf.results)  # how busy the machine was: wall-clock verdicts abstain beyond it
         if contention:
             tr.write_line(contention)
+        from perfsuite.core.results import PhaseTimes
+
+        spent = PhaseTimes.summed(r.phases for r in perf.results.values())  # where the session's time went
+        if spent is not None:
+            tr.write_line(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line()}")
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 

@@ -24,8 +24,10 @@ package's: :meth:`perfsuite.probes.sites.Sites.find_users`), with what that line
 reads no Python-level call makes, such as a memory map's, are the stage's only). Allocated and output bytes
 stay by stage: they are measured between a stage's edges, not per call.
 
-The batches are run once uncounted first (lazy imports, per-process caches), then counted twice, each pass
-on a fresh copy of the Dataset (a generator the Dataset holds starts each pass where the original's is);
+The batches are run once uncounted first (lazy imports, per-process caches), then counted twice with the calls
+profiled, then once more with the allocations traced and no profiler (so the allocations are the loader's own,
+not the profiler's bookkeeping's, and neither slows the other: :data:`PASSES`), each pass on a fresh copy of
+the Dataset (a generator the Dataset holds starts each pass where the original's is);
 a counter that differs between the two counted passes is reported *unavailable*, naming what moved
 (a generator nobody seeds, a clock read in a loop), never judged exactly. The garbage collector is off
 while counting (a finaliser running at a collection would count), and the generators and torch's thread
@@ -389,11 +391,19 @@ def canonical_image_formats() -> Iterator[None]:
         Image.ID[:] = before + [name for name in known if name not in before]
 
 
+# The passes over the batches: (counted, allocations traced, calls profiled). One plain pass first (lazy imports,
+# per-process caches); two with the calls profiled, compared to find the counters that do not repeat; one with
+# the allocations traced and no profiler, so neither pays for the other: tracemalloc under sys.setprofile traced
+# the tally's own bookkeeping too, 60 times the plain pass's CPU for gray_classifier at smoke scale.
+PASSES = ((False, False, False), (True, False, True), (True, False, True), (True, True, False))
+
+
 def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
     """Count the loader's work on ``batches`` fixed batches; Counts, or why not.
 
-    Three passes, each on a fresh copy of the Dataset (so a generator the Dataset holds starts each pass
-    where the original is): one uncounted (imports, per-process caches), then two counted. What differs
+    Four passes (:data:`PASSES`), each on a fresh copy of the Dataset (so a generator the Dataset holds starts
+    each pass where the original is): one uncounted (imports, per-process caches), two counted, one for the
+    allocations alone. What differs
     between the two counted passes is not reproducible (a generator nobody seeds, a clock read in a loop):
     ``Counts.moved`` says which, and those counters are reported unavailable, never judged exactly.
     """
@@ -419,7 +429,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
     tally: _Tally | None = None
     try:
         with _isolated() as reseed, canonical_image_formats():
-            for counted in (False, True, True):
+            for counted, traced, profiled in PASSES:
                 clone, staged = _staged_copy(dataset, holder)
                 if not counted:
                     _one_pass(clone, collate, plans, seed, reseed, None)
@@ -437,10 +447,11 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                 tally = _Tally(out, rchar, skip, sites)
                 gc.collect()
                 gc.disable()
-                if not traced_before:
+                if traced and not traced_before:
                     tracemalloc.start()
                 holder[0] = tally
-                sys.setprofile(tally.profile)
+                if profiled:
+                    sys.setprofile(tally.profile)
                 tally.on = True
                 try:
                     _one_pass(clone, collate, plans, seed, reseed, tally)
@@ -448,7 +459,7 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                     tally.on = False
                     sys.setprofile(old_profile)
                     holder[0] = None
-                    if not traced_before:
+                    if traced and not traced_before:
                         tracemalloc.stop()
                     if gc_before:
                         gc.enable()
@@ -464,8 +475,9 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
             gc.enable()
         if rchar is not None:
             os.close(rchar.fd)  # type: ignore[attr-defined]
-    first, second = passes
+    first, second, allocs = passes
     first.moved = _moved(first, second)
+    first.alloc_bytes = allocs.alloc_bytes
     first.cost_s = time.thread_time() - started
     return first
 

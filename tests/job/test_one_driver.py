@@ -125,6 +125,24 @@ def test_a_scripts_batches_pass_through_the_same_driver_functions_as_a_jobs(tmp_
         # a Job's speed of light runs its step alone; a script gets none (its loop body cannot be undone)
         assert len(result.samples["sol_step_ms"]) == (2 if result.script is None else 0)
     assert runs["script"][1].script is not None and runs["job"][1].script is None
+    # the same phases are timed for both (perfsuite.core.phases); a script has no speed of light
+    from perfsuite.core import phases
+
+    for name, (_, result) in runs.items():
+        assert result.phases is not None
+        sol = [phases.SOL] if name == "job" else []
+        assert [p.name for p in result.phases.phases] == [
+            phases.SETUP,
+            phases.FIRST_BATCH,
+            phases.WARMUP,
+            phases.WINDOW,
+            phases.WINDOW_CLOSE,
+            *sol,
+            phases.after_window("recorder"),
+            phases.OBSERVED,
+            phases.TEARDOWN,
+            phases.ASSEMBLY,
+        ]
     # the stream a probe reads the loader's workers from: the iterator the loop holds (a DataLoader's own)
     for recorder, _ in runs.values():
         assert isinstance(recorder.iterator, torch.utils.data.dataloader._BaseDataLoaderIter)
