@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.errors import PerfsuiteError
@@ -156,3 +157,29 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     flat = {name: getattr(args, name) for name in FLAT_KNOBS if hasattr(args, name)}
     args.device = resolve_device(args.device)
     return Knobs.from_flat(**flat, device=args.device)
+
+
+def add_prediction_arguments(p: Any) -> None:
+    """--predict-for and --demand-dir: one definition for every command that predicts a GPU runner's starvation."""
+    p.add_argument(
+        "--predict-for",
+        metavar="RUNNER",
+        help="predict input efficiency on that GPU runner (e.g. nvidia-h200): this run's loader supply, scaled to "
+        "the runner's host, against the runner's recorded demand (baselines/demand/RUNNER.json)",
+    )
+    p.add_argument(
+        "--demand-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the runners' demand files are (default: baselines/demand under the project's root)",
+    )
+
+
+def demand_for(args: argparse.Namespace) -> Any:
+    """The runner's demand file named by --predict-for (DemandError, exit 2, if there is none); None without it."""
+    if not getattr(args, "predict_for", None):
+        return None
+    from perfsuite.judge.starvation import load_demand
+
+    return load_demand(args.predict_for, args.demand_dir)

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+from perfsuite.cli.common import (
+    add_prediction_arguments,
+    add_run_arguments,
+    demand_for,
+    import_modules,
+    knobs_from_args,
+)
 from perfsuite.cli.hints import watchdog_from_args
 from perfsuite.errors import PerfsuiteError
 
@@ -45,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--target-samples-per-s", type=float, default=None, help="the samples/s the loader must feed (loader headroom)"
     )
+    add_prediction_arguments(out)
     out.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report as markdown")
     out.add_argument("--json", type=Path, metavar="FILE", dest="json_out", help="also write the report as JSON")
     out.add_argument("--png", type=Path, metavar="FILE", help="also write a timeline of the steps")
@@ -66,6 +73,17 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise PerfsuiteError(f"--budget {args.budget:g}: write the minutes the diagnosis may take, above 0 (e.g. 5)")
     if args.target_samples_per_s is not None and not args.target_samples_per_s > 0:
         raise PerfsuiteError(f"--target-samples-per-s {args.target_samples_per_s}: write a rate above 0")
+
+
+def _predicted(diagnoses: list[Any], demand: Any) -> None:
+    """Each diagnosis notes its loader's supply against the runner's demand (perfsuite.judge.starvation)."""
+    from perfsuite.judge.starvation import predict
+
+    for d in diagnoses:
+        p = predict(d.results[-1], demand)
+        d.notes.append(
+            p.describe() if hasattr(p, "describe") else f"predicted for {demand.runner}: unavailable: {p.reason}"
+        )
 
 
 def _progress() -> tuple[Any, Any]:
@@ -123,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     _check_outputs(args)
+    demand = demand_for(args)  # before any work: a runner with no demand file is bad input
     update, stop = _progress()  # before torch's import: the live line shows within a second or two
     try:
         from perfsuite.core.tmpfiles import write_text_atomic
@@ -180,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         stop()
+    if demand is not None:
+        _predicted(diagnoses, demand)
     from perfsuite.report import terminal
 
     text = "\n\n".join(report.format_terminal(d) for d in diagnoses)

@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import add_run_arguments, import_modules, knobs_from_args
+from perfsuite.cli.common import (
+    add_prediction_arguments,
+    add_run_arguments,
+    demand_for,
+    import_modules,
+    knobs_from_args,
+)
 
 HELP = "run one workload or job with knobs and probes; print its metrics"
 DESCRIPTION = (
@@ -51,19 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="measure the loader alone: the window's steps take their batches and run nothing (no copy, no model), "
         "so its workers' CPU per sample is what they supply, without waiting on a slow CPU step",
     )
-    gpu.add_argument(
-        "--predict-for",
-        metavar="RUNNER",
-        help="predict input efficiency on that GPU runner (e.g. nvidia-h200): this run's loader supply, scaled to "
-        "the runner's host, against the runner's recorded demand (baselines/demand/RUNNER.json)",
-    )
-    gpu.add_argument(
-        "--demand-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where the runners' demand files are (default: baselines/demand under the project's root)",
-    )
+    add_prediction_arguments(gpu)
     ranks = p.add_argument_group("ranks (DDP under torchrun; docs/distributed.md)")
     ranks.add_argument(
         "--nproc-per-node",
@@ -164,7 +158,11 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         )
     if args.loader_only:
         spec = dataclasses.replace(spec, loader_only=True)
-    demand = _demand_for(args)  # before any work: an unknown runner is bad input
+    if args.predict_for and (args.nproc_per_node > 1 or args.scaling_rounds):
+        from perfsuite.errors import KnobError
+
+        raise KnobError("--predict-for predicts one process's loader against one GPU: drop --nproc-per-node")
+    demand = demand_for(args)  # before any work: an unknown runner is bad input
     if args.nproc_per_node > 1 or args.scaling_rounds:
         from perfsuite.harness.distributed import scaling
 
@@ -201,19 +199,6 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         result = with_prediction(result, predict(result, demand))
     print(result.to_json() if args.json else format_run(result))
     return 0
-
-
-def _demand_for(args: argparse.Namespace) -> Any:
-    """The runner's demand file named by --predict-for (DemandError, exit 2, if there is none); None without it."""
-    if not args.predict_for:
-        return None
-    if args.nproc_per_node > 1 or args.scaling_rounds:
-        from perfsuite.errors import KnobError
-
-        raise KnobError("--predict-for predicts one process's loader against one GPU: drop --nproc-per-node")
-    from perfsuite.judge.starvation import load_demand
-
-    return load_demand(args.predict_for, args.demand_dir)
 
 
 def write_runs(path: Path, name: str, runs: list[Any]) -> Path:

@@ -251,3 +251,18 @@ def test_compare_shows_a_pull_request_s_predicted_change(demands: Path):
     v = judge_metric(registry.get("predicted_input_efficiency"), base, head, "t")
     assert v.message.startswith("the loader feeds 800 -> 100 samples/s on the nvidia-h200 runner, which consumes 420")
     assert "input efficiency 1.00 -> 0.24, predicted" in v.message
+
+
+def test_doctor_notes_each_diagnosis_s_prediction(demands: Path):
+    import types
+
+    from perfsuite.cli.doctor import _predicted
+
+    fed = result(workers=8, process_ms=2.0, stages={"__getitem__": 1.0})
+    diagnoses = [types.SimpleNamespace(results=(result(),), notes=[]), types.SimpleNamespace(results=(fed,), notes=[])]
+    _predicted(diagnoses, load_demand("nvidia-h200", demands))
+    assert diagnoses[0].notes[0].startswith("predicted for nvidia-h200: input efficiency 0.48")
+    assert "(starved)" in diagnoses[0].notes[0] and "(fed)" in diagnoses[1].notes[0]
+    other = types.SimpleNamespace(results=(result(scale="smoke"),), notes=[])
+    _predicted([other], load_demand("nvidia-h200", demands))
+    assert other.notes[0].startswith("predicted for nvidia-h200: unavailable: no demand for face_parsing")
