@@ -338,6 +338,20 @@ def run_rows(result: Result) -> list[tuple[str, str, str]]:
     return rows
 
 
+# What a scale's name means to someone who has not read docs/workloads.md (a script runs as it is: no scale).
+SCALE_WORDS = {"smoke": "CPU-sized, seconds a run", "full": "GPU-sized"}
+
+
+def scale_words(result: Result) -> str:
+    """`` at smoke scale (CPU-sized, seconds a run)``; "" for a script, which has no scale."""
+    from perfsuite.jobs.script import ran_a_script
+
+    if ran_a_script(result) or not result.scale:
+        return ""
+    words = SCALE_WORDS.get(result.scale)
+    return f" at {result.scale} scale" + (f" ({words})" if words else "")
+
+
 def run_lines(result: Result) -> list[str]:
     """`perfsuite run`'s plain table: identifiers as in thresholds, values in human units, one GPU line on a CPU."""
     rows = run_rows(result)
@@ -345,7 +359,7 @@ def run_lines(result: Result) -> list[str]:
     numeric = [len(v) for n, v, _ in rows if v != "unavailable" and not isinstance(result.value(n), str)]
     value_width = max(numeric, default=0)
     lines = [
-        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
+        f"{result.workload}{scale_words(result)} on {result.fingerprint.gpu_model or 'cpu'}: "
         f"batch {result.batch_size}, {result.steps} measured steps"
     ]
     for name, value, note in rows:
