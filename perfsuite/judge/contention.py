@@ -31,14 +31,16 @@ from perfsuite.core.results import Result
 from perfsuite.errors import PerfsuiteError
 from perfsuite.judge.verdict import Outcome, Verdict
 
-# scripts/contention_study.py (docs/contention.md, "The study"), by the rule set before it: each bound is the highest
-# foreign load measured at which every A/A cell (200 pairs each: 3 jobs, 0, 1 and 3 busy processes) alarmed in at
-# most 0.5% of the pairs it judged, rounded down to 5%. CPU_BOUND: 76% (loader_cpu_ms_per_sample alarmed in 2 of 200
-# face_parsing pairs at 74-82% under three busy processes, 2026-11-26 23:40 UTC; it was 85% from a study whose
-# busiest cells held 38 pairs). WALL_BOUND: no load passes (the quiet faces cell alarms in 1.1% below any bound, and
-# one busy process's gray_classifier cell in 1.0% unguarded), so it stays at 10%, the bound set before the studies.
+# scripts/contention_study.py (docs/contention.md, "The study"). WALL_BOUND: no load passes the study's rule (the
+# quiet faces cell alarms in 1.1% below any bound, and one busy process's gray_classifier cell in 1.0% unguarded),
+# so it stays at 10%, the bound set before the studies. CPU_BOUND (issue 56): no false alarm on identical code once
+# other processes hold a core. It sits below every A/A alarm of a CPU-time figure under load that was ever
+# measured: loader_cpu_ms_per_sample x0.871 at 46-47% (face_parsing, one busy process) and x1.10-x1.12 at 76-77%
+# (three), in the study's 1,800 A/A pairs; step_cpu_ms x1.249, "significant in every part of the run", at 67-70%,
+# on a user's segmentation job with one intra-op thread (one of 30 A/A pairs, both orders). It was 75% (the study's
+# 0.5%-per-cell budget), which let both of the last through.
 WALL_BOUND = 0.10
-CPU_BOUND = 0.75
+CPU_BOUND = 0.45
 # A team that accepts wall-clock verdicts from a busier runner (or a test of the judging itself, which runs beside
 # other test workers) raises the wall-clock bound: 1 judges them whatever the load. Each verdict still shows the loads.
 WALL_BOUND_ENV = "PERFSUITE_WALL_BOUND"

@@ -21,7 +21,7 @@ from rich.text import Text
 from perfsuite.core.results import Result
 from perfsuite.core.units import human, metric_value
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.hints import legend, what_would_decide
+from perfsuite.report.hints import labels_of, legend, what_would_decide
 from perfsuite.report.verdicts import cut, ordered, summary_line
 
 STYLES = {
@@ -221,7 +221,7 @@ def verdicts_report(
     if any(not _empty_new(v) for v in shared) and not verbose:
         parts.append(Text("(each of these figures: --verbose lists it here, -v under pytest; the JSON report)", "dim"))
     parts += [Text(p, style="red") for p in problems]
-    labels = legend({v.outcome.value for v in listed})
+    labels = legend(labels_of(listed))
     if labels:
         parts.append(Text("\n".join(labels), style="dim"))
     return Group(*parts)
