@@ -348,3 +348,18 @@ def test_new_figures_and_new_tests_are_counted_apart_so_the_counts_agree() -> No
     assert "3 figures new in 1 test: the baseline run holds no value for them" in text
     assert "1 test new: first run on this machine: no timing baseline yet" in text
     assert gate_line({}, 0, 1, {}).endswith("; 1 test with no timing baseline on this machine yet")
+
+
+def test_the_contention_note_before_the_compare_table_is_folded_to_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: the note was one line of 216-268 characters before a table folded to 80."""
+    from perfsuite.cli.main import main
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    base, head = DATA / "results" / "face_parsing_base.json", DATA / "results" / "face_parsing_head.json"
+    main(["compare", str(base), str(head)])
+    err = capsys.readouterr().err
+    note = [line for line in err.splitlines() if line.strip()]
+    assert note[0].startswith("perfsuite compare: note: ") and "contention: head run:" in " ".join(err.split())
+    assert len(note) > 1 and max(map(len, note)) <= 80, err
