@@ -191,12 +191,19 @@ class Guard:
         )
 
     def shared_reason(self, clock: str | None) -> str:
-        """The reason every verdict this guard abstains on shares, for a one-line count in reports."""
-        bound = self.wall_bound if clock == "wall" else self.cpu_bound
-        kind = "wall-clock" if clock == "wall" else "CPU-time"
+        """The reason every verdict this guard abstains on shares, for a one-line count in reports: one reason for
+        wall-clock and CPU-time figures alike where the runs passed both bounds, so a report counts them once."""
+        if self.contended("cpu"):
+            beyond = (
+                f"more than {self.cpu_bound:.0%} of the usable CPU in one of the two runs, beyond which neither "
+                f"wall-clock (bound {self.wall_bound:.0%}) nor CPU-time figures are compared"
+            )
+        else:
+            bound = self.wall_bound if clock == "wall" else self.cpu_bound
+            kind = "wall-clock" if clock == "wall" else "CPU-time"
+            beyond = f"more than {bound:.0%} of the usable CPU in one of the two runs, beyond which {kind} figures are not compared"
         return (
-            f"the machine was busy: other processes took more than {bound:.0%} of the usable CPU in one of the two "
-            f"runs, beyond which {kind} figures are not compared (exact counters still are); to decide: a quieter "
+            f"the machine was busy: other processes took {beyond} (exact counters still are); to decide: a quieter "
             "runner, several base runs (--perfsuite-save --perfsuite-baseline-runs 3), or `perfsuite ab` for "
             "interleaved runs (more steps will not)"
         )
@@ -236,15 +243,15 @@ def session_line(results: Mapping[str, Result]) -> str | None:
     over = [rid for rid, ld in known.items() if (ld.foreign or 0.0) > bound]
     if not over:
         return f"contention: every run within the bound ({bound:.0%}); the worst: {worst.describe()}"
-    shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+    shown = f": {', '.join(over)}" if len(over) <= 3 else ""  # more: the count says it, the verdicts name them
     cpu_over = sum((ld.foreign or 0.0) > CPU_BOUND for ld in known.values())
     rest = (
-        f"; {cpu_over} beyond the CPU-time bound ({CPU_BOUND:.0%}) too, whose CPU ledger verdicts abstain as well; "
-        "exact counters are judged as usual"
+        f"; {cpu_over} beyond the CPU-time bound ({CPU_BOUND:.0%}) too, whose CPU-time verdicts abstain; exact "
+        "counters are judged as usual"
         if cpu_over
         else "; exact counters and the CPU ledger are judged as usual"
     )
     return (
-        f"contention: {len(over)} of {len(known)} runs contended beyond the bound ({bound:.0%}: {shown}); "
+        f"contention: {len(over)} of {len(known)} runs contended beyond the bound ({bound:.0%}{shown}); "
         f"the worst: {worst.describe()}: their wall-clock verdicts abstain{rest}"
     )

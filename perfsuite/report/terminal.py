@@ -226,7 +226,7 @@ def verdicts_report(
         parts += reasons(listed)
     parts += shared_lines(shared)
     if any(not _empty_new(v) for v in shared) and not verbose:
-        parts.append(Text("(each of these figures: --verbose lists it here, -v under pytest; the JSON report)", "dim"))
+        parts.append(Text("(each figure: --verbose lists it, -v under pytest; so does the JSON report)", "dim"))
     parts += [Text(p, style="red") for p in problems]
     labels = legend(labels_of(listed))
     if labels:
