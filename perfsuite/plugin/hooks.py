@@ -682,7 +682,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             say(f"perfsuite: {text}")
     s = state.settings
     if perf.interrupted:
-        say(
+        tr.write_line(
             f"perfsuite: PARTIAL: the session was {perf.interrupted}; the figures above cover only what ran", red=True
         )
     if s.compare:
@@ -698,28 +698,28 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
         say(f"perfsuite: {gate}")
         if perf.exact_missing or absent:
-            say(f"perfsuite: record the exact values with `{state.update_command}`")
+            tr.write_line(f"perfsuite: record the exact values with `{state.update_command}`")  # a command: whole
     for key, gone in sorted(perf.stale.items()):
         store = perf.exact.get(key)
         where = store.display if store is not None else key
         action = "removed from" if s.update_exact and not perf.interrupted else "still in"
-        say(
+        tr.write_line(  # names a command: whole
             f"perfsuite: {len(gone)} stale entr{'y' if len(gone) == 1 else 'ies'} {action} {where} (tests that no "
             f"longer exist): {', '.join(gone[:5])}{', ...' if len(gone) > 5 else ''}"
             + ("" if s.update_exact else f"; `{state.update_command}` removes them")
         )
     for note in state.notes:
-        say(f"perfsuite: note: {note}")
+        tr.write_line(f"perfsuite: note: {note}")
     from perfsuite.report.terminal import unavailable_lines
 
     for line in unavailable_lines(perf.verdicts):  # a CPU run's GPU-only metrics: one line
         say(line)
-    for problem in perf.problems:
-        say(problem, red=True)
+    for problem in perf.problems:  # errors, paths and commands: whole, as they are searched and copied
+        tr.write_line(problem, red=True)
     if perf.saved:
-        say(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
+        tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")
     for line in state.reports:
-        say(line)
+        tr.write_line(line)
 
 
 def _hypothesis_profiles(config: pytest.Config) -> None:
