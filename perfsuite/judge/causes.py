@@ -317,10 +317,10 @@ def movers(
 
     if "by_site" in head_detail or "by_site" in base_detail:  # a count kept by name and by call site
         if all("sites" in d or "by_site" in d for d in (base_detail, head_detail)):
-            changes = site_changes(base_detail, head_detail)
-            named = describe(changes, top)
+            moved = site_changes(base_detail, head_detail)
+            named = describe(moved, top)
             if named:
-                own = own_changes(base_detail.get("by"), head_detail.get("by"), [c.op for c in changes[:top]])
+                own = own_changes(base_detail.get("by"), head_detail.get("by"), [c.op for c in moved[:top]])
                 return f"{own}; under the line: {named}" if own else named
         # one side recorded before its sites were kept: what moved by name
         base_detail = {k: v for k, v in base_detail.items() if k not in ("sites", "by_site")}

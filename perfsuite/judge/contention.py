@@ -201,7 +201,10 @@ class Guard:
         else:
             bound = self.wall_bound if clock == "wall" else self.cpu_bound
             kind = "wall-clock" if clock == "wall" else "CPU-time"
-            beyond = f"more than {bound:.0%} of the usable CPU in one of the two runs, beyond which {kind} figures are not compared"
+            beyond = (
+                f"more than {bound:.0%} of the usable CPU in one of the two runs, beyond which {kind} figures are "
+                "not compared"
+            )
         return (
             f"the machine was busy: other processes took {beyond} (exact counters still are); to decide: a quieter "
             "runner, several base runs (--perfsuite-save --perfsuite-baseline-runs 3), or `perfsuite ab` for "

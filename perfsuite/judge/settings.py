@@ -119,9 +119,7 @@ SETTINGS = (
         ("step_ms", "data_wait_frac"),
         SOURCES["pin-memory"],
     ),
-    Setting(
-        "amp", "autocast", _low_precision, "the forward in bf16/fp16 autocast, not FP32", source=SOURCES["amp"]
-    ),
+    Setting("amp", "autocast", _low_precision, "the forward in bf16/fp16 autocast, not FP32", source=SOURCES["amp"]),
     Setting(
         "compile",
         "torch.compile",
@@ -255,13 +253,18 @@ def _measured(base: Result, head: Result, names: tuple[str, ...], regressed: boo
     parts, busy = [], []
     for name in names:
         b, h = base.metric(name), head.metric(name)
-        if not (b.available and h.available) or not isinstance(b.value, (int, float)):
+        before, after = b.value, h.value
+        if (
+            not (b.available and h.available)
+            or not isinstance(before, int | float)
+            or not isinstance(after, int | float)
+        ):
             continue
         spec = registry.find(name)
         if spec is not None and guard.contended(clock_of(spec)):
             busy.append(name)
             continue
-        parts.append(_one_figure(name, float(b.value), float(h.value), regressed and not head.fingerprint.gpu_model))
+        parts.append(_one_figure(name, float(before), float(after), regressed and not head.fingerprint.gpu_model))
     if busy:
         parts.append(
             f"{', '.join(busy)} not comparable (other processes took a different share of the CPU in the two runs: "

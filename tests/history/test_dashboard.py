@@ -71,7 +71,9 @@ def _timing_history(tmp_path: Path, foreign: float) -> HistoryStore:
         r = result(1.0)
         r.samples["step_cpu_ms"] = [level * (1 + 0.01 * ((k * 7 + i) % 5)) for k in range(20)]
         r.metrics["step_cpu_ms"] = Metric("step_cpu_ms", level * (1 + 0.01 * (i % 3)), "ms")
-        r.metrics["input_efficiency"] = Metric("input_efficiency", (0.9 if i < 4 else 0.45) + 0.01 * (i % 3), "fraction")
+        r.metrics["input_efficiency"] = Metric(
+            "input_efficiency", (0.9 if i < 4 else 0.45) + 0.01 * (i % 3), "fraction"
+        )
         r.environment["contention"] = {"window": {"neighbours": foreign, "steal": 0.0}}
         store.record(r, LONG_LINE[i], 1000.0 + i, f"commit {i}")
     return store

@@ -66,7 +66,9 @@ def test_compare_run_list_and_the_commands_help_name_no_seed_document(capsys: py
     from perfsuite.report.compare import judge_paths
     from perfsuite.report.verdicts import format_markdown
 
-    verdicts, heads = judge_paths(DATA / "results" / "base.json", DATA / "results" / "head_slow.json", 1.05, 0.01, False)
+    verdicts, heads = judge_paths(
+        DATA / "results" / "base.json", DATA / "results" / "head_slow.json", 1.05, 0.01, False
+    )
     printed = [format_markdown(verdicts), terminal.to_text(terminal.verdicts_report(verdicts, width=100), 100)]
     printed += ["\n".join(terminal.run_lines(result)) for result in heads.values()]
     assert main(["list"]) == 0

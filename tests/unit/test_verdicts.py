@@ -346,7 +346,9 @@ def test_a_loader_call_site_names_the_callee_s_own_change_before_the_calls_under
     from perfsuite.probes.sites import SiteCount, site_detail
 
     def detail(resizes: int, under: float) -> dict:
-        site = SiteCount("PIL.Image.Image.resize", "face_dataset.py:47", under, "sample", "__getitem__", "img.resize(s)")
+        site = SiteCount(
+            "PIL.Image.Image.resize", "face_dataset.py:47", under, "sample", "__getitem__", "img.resize(s)"
+        )
         by = {"__getitem__: PIL.Image.Image.resize": float(resizes), "__getitem__: PIL.Image.open": 1.0}
         return {"by": by, **site_detail([site])}
 

@@ -297,7 +297,8 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
         "shown first. Exact counters are drawn as steps; "
         "red dashed lines are change points (every change of an exact counter; on timings PELT, penalty "
         "4 log(n) sigma^2, a 5% minimum shift, kept only where perfsuite compare would decide the step between the "
-        "runs either side: a figure that was not judged, such as a busy machine's timing, draws none); bars are each run's 10th-90th percentile of its steps.</p>",
+        "runs either side: a figure that was not judged, such as a busy machine's timing, draws none); bars are "
+        "each run's 10th-90th percentile of its steps.</p>",
         "<p>",
         _select("test", tests),
         _select("metric", metrics),

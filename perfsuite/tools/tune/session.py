@@ -156,9 +156,9 @@ def tune(
     search = Search(target.run, guard, config, dict(start), progress, demand=ref.demand_samples_per_s)
     search.started = started
     stopped = "done: no further step was a measured gain"
-    busy = too_busy(ref.contended, machine(), config.budget_s) if ref.contended else None
+    busy_now = too_busy(ref.contended, machine(), config.budget_s) if ref.contended else None
     try:
-        if busy is None:  # a busy machine: nothing is run (tools.tune.busy), the report says what it would take
+        if busy_now is None:  # a busy machine: nothing is run (tools.tune.busy), the report says what it would take
             search.workers()
             search.loader()
             if config.batch:
@@ -173,7 +173,7 @@ def tune(
     undecided = [t for t in search.trials if not t.gain and (t.effect_without_gain or t.arms_apart())]
     if stopped.startswith("done") and undecided:  # never "no gain" beside intervals that exclude 1 or do not overlap
         stopped = "done: no further step was decided a gain, but " + "; ".join(map(_apart, undecided))
-    unmeasured = busy or not_measured(search.trials, config)
+    unmeasured = busy_now or not_measured(search.trials, config)
     if unmeasured:
         stopped = f"not tuned: {unmeasured}"
     runs = search.runs_of(search.current)
