@@ -18,6 +18,7 @@ import pytest
 
 import perfsuite
 from perfsuite.cli.main import main
+from perfsuite.judge.contention import CPU_BOUND
 
 pytestmark = pytest.mark.slow
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
@@ -133,7 +134,7 @@ def test_compare_names_the_loader_stage_that_costs_more_cpu(runs, head, stage, c
     main(["compare", str(runs["base"]), str(runs[head])])
     out = capsys.readouterr().out
     (row,) = rows(out, "loader_cpu_ms_per_sample")
-    if "not judged: " in row and "bound 75%" in row:  # judge/contention.py: CPU time abstains beyond CPU_BOUND
+    if "not judged: " in row and f"bound {CPU_BOUND:.0%}" in row:  # judge/contention.py: CPU time abstains beyond it
         pytest.skip(f"this machine was too busy for a CPU-time verdict, as designed: {row.split('<br>', 1)[1][:200]}")
     assert "**regressed**" in row, out
     assert stage in row.split("by stage: ", 1)[1], row
