@@ -146,7 +146,8 @@ def test_num_workers_0_is_caught_with_the_scripts_flag_named(runs, capsys):
     out = capsys.readouterr().out
     (row,) = rows(out, "num_workers")  # the setting itself, exact: issue 45
     assert "**regressed**" in row and "train.py:" in row and "DataLoader(num_workers=2 -> 0)" in row, out
-    assert "measured beside it: main_load_ms_per_step" in row, row  # with what it cost, judged or not
+    # with what it cost, judged or not (named "not comparable" where the two runs' loads differ)
+    assert "measured beside it (its own row judges it): main_load_ms_per_step" in row, row
 
 
 def test_two_unchanged_runs_exit_0(runs, capsys):
