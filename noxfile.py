@@ -203,11 +203,15 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def perf(session: nox.Session) -> None:
-    """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU."""
+    """The reference perf suite; smoke scale by default, `-- --perfsuite-scale full` on a GPU. pytest-benchmark's
+    tables (48 lines at 210 columns) are left out of a run's output: `-- --benchmark-tables` prints them."""
     python = install(session)
     rerun = " ".join(["nox -s perf --", *session.posargs, "--perfsuite-update-exact"])
+    tables = BENCHMARK_TABLES in session.posargs
+    session.posargs[:] = [arg for arg in session.posargs if arg != BENCHMARK_TABLES]
+    quiet = () if tables else ("--benchmark-quiet",)  # the JSON (--benchmark-json, --benchmark-save) is kept either way
     # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
-    run_suite(session, python, "-rs", "--perfsuite-compare", env=activated(python, **{UPDATE_EXACT: rerun}))
+    run_suite(session, python, "-rs", "--perfsuite-compare", *quiet, env=activated(python, **{UPDATE_EXACT: rerun}))
     session.log(f"perfsuite is installed in {VENV}: `source {ACTIVATE}` puts it on PATH")
 
 
@@ -216,6 +220,10 @@ def run_suite(session: nox.Session, python: str, *flags: str, env: dict[str, str
     session.run(
         python, "-m", "pytest", "tests/perf", "-p", "perfsuite", *flags, *session.posargs, env=env, external=True
     )
+
+
+# `nox -s perf -- --benchmark-tables`: pytest-benchmark's own tables, which the perf session leaves out by default.
+BENCHMARK_TABLES = "--benchmark-tables"
 
 
 @nox.session(venv_backend="none", default=False)

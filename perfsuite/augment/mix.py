@@ -25,8 +25,8 @@ from perfsuite.augment.recipe import check_target_kind
 from perfsuite.errors import AugmentationError
 
 _MIXUP_ON_MASKS = (
-    "MixUp on segmentation masks is refused: blending two images while leaving the masks alone (seed 000's "
-    "GPUAugmentationAdvanced) trains every pixel against a label that is only partly true, and masks cannot "
+    "MixUp on segmentation masks is refused: blending two images while leaving the masks alone "
+    "trains every pixel against a label that is only partly true, and masks cannot "
     "be blended into hard labels. Write PairedCutMix(p=...) instead, which pastes the same box into image "
     "and mask; use MixUp only for classification, with soft labels: mixup_labels(images, one_hot_labels)."
 )

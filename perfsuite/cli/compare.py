@@ -81,8 +81,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         told = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
         print(f"perfsuite compare: error: {told}", file=err)
         return 2
-    for note in notes:
-        print(f"perfsuite compare: note: {note}", file=err)
+    from perfsuite.report.terminal import folded_note
+
+    for note in notes:  # folded like the table after it (a contention note was one line of 216-268 characters)
+        print(folded_note(f"perfsuite compare: note: {note}", err), file=err)
     if args.json:
         print(report.to_json(verdicts), file=out)
     else:

@@ -32,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     for job in jobs:
         print(f"{job['name']:<18} job      {job['summary']}")
     for row in rows:
-        print(f"{row['name']:<18} seed {row['seed']}  {row['summary']}")
+        print(f"{row['name']:<18} workload {row['summary']}")
         for scale, s in row["scales"].items():
             h, w = s["image_size"]
             print(f"    {scale:<6} {w}x{h}, {s['num_samples']} samples, batch {s['batch_size']}, model {s['model']}")
-    if rows:
-        print("seed NNN: the user report (000-004) the workload was modelled on (docs/workloads.md); not --seed")
     return 0

@@ -21,7 +21,8 @@ from perfsuite.cli.common import (
 
 HELP = "run one workload or job with knobs and probes; print its metrics"
 DESCRIPTION = (
-    "Run one workload or job: warm-up, the measured window, the speed-of-light steps and the observed steps, "
+    "Run one workload or job: warm-up, the measured window, the speed-of-light steps (the step fed one batch "
+    "kept on the device: how fast it runs when loading costs nothing) and the observed steps, "
     "with every probe; print its metrics (or the Result as JSON with --json, to save for `perfsuite compare`). "
     "On a terminal each phase shows progress (nothing is drawn inside the measured window); under CI or piped, "
     "nothing is. Ctrl-C stops it with one line and exit status 130; no partial Result is written."

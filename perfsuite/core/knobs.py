@@ -130,8 +130,8 @@ class StepKnobs:
         if isinstance(self.amp, bool):
             raise KnobError(
                 f"amp={self.amp!r} is not a precision: write amp='bf16' (or 'fp16' on CUDA) to "
-                "train in mixed precision, or amp=None for FP32. A boolean here is how seed 003's "
-                "'amp: true' silently trained in FP32."
+                "train in mixed precision, or amp=None for FP32. A boolean here is how a config's "
+                "'amp: true', compared with 'bf16', silently trains in FP32."
             )
         if self.amp not in AMP_DTYPES:
             hint = _AMP_HINTS.get(str(self.amp).lower())

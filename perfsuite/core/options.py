@@ -80,7 +80,7 @@ OPTIONS: tuple[Option, ...] = (
         "scale",
         str,
         "smoke",
-        "workload sizes: smoke (CPU, seconds) or full (the seeds' sizes, for a GPU)",
+        "workload sizes: smoke (CPU, seconds) or full (the sizes of the jobs they model, for a GPU)",
         choices=SCALES,
         cli="--scale",
     ),

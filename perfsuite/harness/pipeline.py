@@ -303,7 +303,7 @@ def build_pipeline(
         raise AugmentationError(
             f"mixup={knobs.aug.mixup} on {workload.name}: MixUp blends images but a {workload.target_kind!r} target "
             "cannot be blended with them without soft targets, which this workload's loss does not take "
-            "(seed 000's GPUAugmentationAdvanced mixed images and left masks alone). Write mixup=0.0; for "
+            "(a MixUp that blends images and leaves the masks alone trains on wrong labels). Write mixup=0.0; for "
             "segmentation use cutmix, which pastes mask regions with image regions."
         )
     torch.manual_seed(seed)

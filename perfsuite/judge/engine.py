@@ -114,16 +114,17 @@ def compare_results(
 
 
 def measured_size(base: Result, head: Result, step: Verdict | None, guard: Guard) -> str:
-    """``step time x6.7 measured, not judged: neighbours 92% of the CPU``: the size of what an exact verdict
-    found, in the one figure every run measures, where time was not judged; "" where it was (its own verdict
-    says how much) or without both medians."""
+    """``step time x1.3 measured, not decided from these runs``: the size of what an exact verdict found, in the
+    one figure every run measures, where time was not judged; where the guard abstained the ratio is only the
+    load difference between the runs, so it is named as not comparable instead of shown; "" where time was
+    judged (its own verdict says how much) or without both medians."""
     b, h = base.value("step_ms"), head.value("step_ms")
     if not isinstance(b, (int, float)) or not isinstance(h, (int, float)) or b <= 0 or h <= 0:
         return ""
-    said = f"step time x{h / b:.3g} measured"
     if guard.contended(guard.clock(registry.get("step_ms"))):
         busy = max(side.foreign or 0.0 for side in (guard.base, guard.head))
-        return f"{said}, not judged: neighbours {busy:.0%} of the CPU"
+        return f"step time not comparable: other processes took {busy:.0%} of the CPU in one of the runs"
+    said = f"step time x{h / b:.3g} measured"
     if step is not None and step.outcome is Outcome.INCONCLUSIVE:
         return f"{said}, not decided from these runs"
     return ""  # judged: its own verdict says how much

@@ -1,8 +1,8 @@
-"""Settings as exact facts: a change that undoes a seed's fix regresses, any other change is named.
+"""Settings as exact facts: a change that undoes a documented fix regresses, any other change is named.
 
 On a face-parsing repository under ``perfsuite exec``, ``num_workers 2 -> 0``
 exited 0: its main-thread loading went x30.5, measured but not judged on a busy
-machine. The settings are the seeds' fixes, so they are compared exactly,
+machine. The settings are documented fixes (each named with its public source), so they are compared exactly,
 every time both runs know them (:data:`SETTINGS`, the one table: the loader's
 ``num_workers``, ``pin_memory``, ``persistent_workers``, ``prefetch_factor``
 and batch size, ``non_blocking`` copies, the AMP dtype, compile,
@@ -35,6 +35,7 @@ from typing import Any
 
 from perfsuite.core.results import Result
 from perfsuite.judge.verdict import Outcome, Verdict, format_value, value_ratio
+from perfsuite.probes.synckinds import KIND_ROW, SOURCES, SyncKind
 
 # The DataLoader arguments a Result records, in the order they are reported.
 LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "prefetch_factor", "batch_size")
@@ -53,11 +54,12 @@ def recorded(result: Result, name: str) -> tuple[bool, Any]:
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting compared between base and head, and which of its values carries a seed's fix.
+    """One setting compared between base and head, and which of its values is the documented fix.
 
     ``fixed`` says whether a value is the fixed one (None: no value is, a change is only *changed*);
-    ``fix`` says what the fix is, in the seeds' terms; ``costs`` are the measured figures shown beside a
-    change (whether or not their own verdicts judged them); ``call`` is how the user's code sets it.
+    ``fix`` says what the fix does and ``source`` the public page that documents it; ``costs`` are the
+    measured figures shown beside a change (whether or not their own verdicts judged them); ``call`` is how
+    the user's code sets it.
     """
 
     name: str
@@ -65,6 +67,11 @@ class Setting:
     fixed: Callable[[Any], bool] | None = None
     fix: str = ""
     costs: tuple[str, ...] = ("step_ms",)
+    source: str = ""
+
+    def undone(self) -> str:
+        """``undoes a documented fix: <what it does> (<its public source>)``."""
+        return f"undoes a documented fix: {self.fix}, see {self.source}"
 
 
 def _on(value: Any) -> bool:
@@ -75,29 +82,32 @@ def _low_precision(value: Any) -> bool:
     return value not in (None, False, "", "none", "fp32", "float32")
 
 
-# The one table: every setting a Result records, in the order they are reported, with the direction of its fix.
+# The one table: every setting a Result records, in the order they are reported, with the direction of its fix
+# and the public page that documents the fix (perfsuite.probes.synckinds.SOURCES).
 SETTINGS = (
     Setting(
         "num_workers",
         "DataLoader",
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-        "batches load in worker processes beside the step, not between steps in the training process (seeds "
-        "000, 002, 003, 004)",
+        "batches load in worker processes beside the step, not between steps in the training process",
         ("main_load_ms_per_step", "step_ms", "data_wait_frac"),
+        SOURCES["data-loading"],
     ),
     Setting(
         "pin_memory",
         "DataLoader",
         _on,
-        "pinned host memory, so copies to the GPU can overlap with compute (seeds 000, 003, 004)",
+        "pinned host memory, so copies to the GPU can overlap with compute",
         ("step_ms", "data_wait_frac"),
+        SOURCES["pin-memory"],
     ),
     Setting(
         "persistent_workers",
         "DataLoader",
         _on,
-        "workers kept across epochs instead of restarted at each (seeds 000, 002, 004)",
+        "workers kept across epochs instead of restarted at each",
         ("epoch_fetch_ms", "step_ms"),
+        SOURCES["data-loading"],
     ),
     Setting("prefetch_factor", "DataLoader", costs=("data_wait_frac", "step_ms")),
     Setting("batch_size", "DataLoader"),
@@ -105,25 +115,32 @@ SETTINGS = (
         "non_blocking",
         ".to(device, non_blocking=...)",
         _on,
-        "copies to the device that do not block the host (seeds 000, 003)",
+        "copies to the device that do not block the host",
         ("step_ms", "data_wait_frac"),
+        SOURCES["pin-memory"],
     ),
-    Setting("amp", "autocast", _low_precision, "the forward in bf16/fp16 autocast, not FP32 (seeds 000, 003, 004)"),
+    Setting("amp", "autocast", _low_precision, "the forward in bf16/fp16 autocast, not FP32", source=SOURCES["amp"]),
     Setting(
-        "compile", "torch.compile", lambda v: bool(v) and v != "none", "a torch.compile'd model (seeds 000, 003, 004)"
+        "compile",
+        "torch.compile",
+        lambda v: bool(v) and v != "none",
+        "a torch.compile'd model",
+        source=SOURCES["compile"],
     ),
     Setting("channels_last", "memory_format"),
     Setting(
         "cudnn_benchmark",
         "torch.backends.cudnn.benchmark",
         _on,
-        "cuDNN's autotuner picks convolution kernels (seeds 003, 004)",
+        "cuDNN's autotuner picks convolution kernels",
+        source=SOURCES["tuning"],
     ),
     Setting(
         "tf32",
         "torch.backends.cuda.matmul.allow_tf32",
         _on,
-        "TF32 matmuls and convolutions on Ampere+ (seeds 003, 004)",
+        "TF32 matmuls and convolutions on Ampere+",
+        source=SOURCES["cuda-semantics"],
     ),
     Setting("intra_op_threads", "torch.set_num_threads", costs=("step_ms", "step_cpu_ms")),
 )
@@ -197,27 +214,81 @@ def read(result: Result, name: str) -> Reading:
     return Reading(name in env, env.get(name))
 
 
-def _measured(result_base: Result, head: Result, names: tuple[str, ...]) -> str:
-    """``measured: main_load_ms_per_step 1.25 -> 45.9 ms/step (x36.7)``, of the figures both runs have."""
+# Why a setting is judged as an exact fact and not by the timing beside it, in every regressed setting's reason.
+AS_FACT_CPU = (
+    "judged as a fact, not by this machine's timing: its cost shows on a GPU runner, where the step waits for "
+    "the loader and the copies, not on a CPU whose cores the loader and the step share"
+)
+AS_FACT_GPU = "judged as a fact, not by one pair of runs' timing"
+# What a measured figure beside a setting is and is not: the setting's verdict does not rest on it.
+BESIDE = "measured beside it (its own row judges it)"
+
+
+def _one_figure(name: str, b: float, h: float, against: bool) -> str:
+    """``step_ms 40 -> 90 ms (x2.25)``; a figure that moved the better way beside a setting regressed on a CPU says
+    why it reads the wrong way."""
     from perfsuite.core import metrics as registry
 
-    parts = []
+    spec = registry.find(name)
+    unit = spec.unit if spec is not None and spec.kind != "shares" and spec.unit != "fraction" else ""
+    ratio = value_ratio(b, h)
+    text = f"{name} {format_value(b)} -> {format_value(h)}{' ' + unit if unit else ''}"
+    if not ratio:
+        return text
+    better = spec.better if spec is not None else "lower"
+    improved = (ratio < 1.0) if better == "lower" else (ratio > 1.0)
+    if against and improved:
+        return text + f" (x{ratio:.3g}: better on this CPU, where the fix's gain does not show)"
+    return text + f" (x{ratio:.3g})"
+
+
+def _measured(base: Result, head: Result, names: tuple[str, ...], regressed: bool = False) -> str:
+    """``; measured beside it ...: main_load_ms_per_step 1.25 -> 45.9 ms/step (x36.7)``, of the figures both runs
+    have; a figure the contention guard would not compare (one run much busier than the other) is named as not
+    comparable instead of shown as evidence."""
+    from perfsuite.core import metrics as registry
+    from perfsuite.judge.contention import Guard, clock_of, load_of
+
+    guard = Guard(load_of(base), load_of(head))
+    parts, busy = [], []
     for name in names:
-        b, h = result_base.metric(name), head.metric(name)
-        if not (b.available and h.available) or not isinstance(b.value, (int, float)):
+        b, h = base.metric(name), head.metric(name)
+        before, after = b.value, h.value
+        if (
+            not (b.available and h.available)
+            or not isinstance(before, int | float)
+            or not isinstance(after, int | float)
+        ):
             continue
-        ratio = value_ratio(b.value, h.value)
         spec = registry.find(name)
-        unit = spec.unit if spec is not None and spec.kind != "shares" and spec.unit != "fraction" else ""
+        if spec is not None and guard.contended(clock_of(spec)):
+            busy.append(name)
+            continue
+        parts.append(_one_figure(name, float(before), float(after), regressed and not head.fingerprint.gpu_model))
+    if busy:
         parts.append(
-            f"{name} {format_value(b.value)} -> {format_value(h.value)}{' ' + unit if unit else ''}"
-            + (f" (x{ratio:.3g})" if ratio else "")
+            f"{', '.join(busy)} not comparable (other processes took a different share of the CPU in the two runs: "
+            f"{guard.figures()})"
         )
-    return f"; measured beside it: {', '.join(parts)}" if parts else ""
+    return f"; {BESIDE}: {', '.join(parts)}" if parts else ""
+
+
+def _pageable_note(head: Result, name: str) -> str:
+    """The fix a non-blocking copy from unpinned memory needs, when head has that pair of settings."""
+    if name not in ("non_blocking", "pin_memory"):
+        return ""
+    copies, pinned = read(head, "non_blocking"), read(head, "pin_memory")
+    if not (copies.known and copies.value is True and pinned.known and pinned.value is False):
+        return ""
+    row = KIND_ROW[SyncKind.PAGEABLE_COPY]
+    return (
+        "; non_blocking=True from pageable (unpinned) memory waits like a blocking copy, since the copy is "
+        f"staged through a pinned buffer first: fix ({row.kind.value}): {row.fix} ({SOURCES['pin-memory']})"
+    )
 
 
 def setting_changes(base: Result, head: Result, test_id: str) -> list[Verdict]:
-    """One verdict per setting both runs know and that differs: *regressed* where head undoes a seed's fix
+    """One verdict per setting both runs know and that differs: *regressed* where head undoes a documented fix
     (``train.py:64 DataLoader(num_workers=2 -> 0)``), *changed* otherwise; both name how to accept it."""
     from perfsuite.judge.sites import short_path
 
@@ -237,13 +308,16 @@ def setting_changes(base: Result, head: Result, test_id: str) -> list[Verdict]:
             if setting.call == "DataLoader"
             else f"{where}{name} {format_value(b.value)} -> {format_value(h.value)} ({setting.call})"
         )
-        measured = _measured(base, head, setting.costs)
+        regressed = setting.fixed is not None and setting.fixed(b.value) and not setting.fixed(h.value)
+        measured = _measured(base, head, setting.costs, regressed)
+        note = _pageable_note(head, name)
         accept = f"; if intended, accept it as the baseline: `{ACCEPT}`"
-        if setting.fixed is not None and setting.fixed(b.value) and not setting.fixed(h.value):
-            message = f"regressed (setting): {what} undoes the seeds' fix: {setting.fix}{measured}{accept}"
+        if regressed:
+            fact = AS_FACT_GPU if head.fingerprint.gpu_model else AS_FACT_CPU
+            message = f"regressed (setting): {what} {setting.undone()}; {fact}{note}{measured}{accept}"
             outcome = Outcome.REGRESSED
         else:
-            message = f"changed (setting): {what}{measured}{accept}"
+            message = f"changed (setting): {what}{note}{measured}{accept}"
             outcome = Outcome.CHANGED
         verdicts.append(Verdict(test_id, name, b.value, h.value, None, outcome, message, cause=None))
     return verdicts
@@ -286,7 +360,7 @@ def pinned_changes(expected: Mapping[str, Any], head: Result, test_id: str, sour
         elif got != want or type(got) is not type(want):
             rule = BY_NAME.get(name)
             undone = rule is not None and rule.fixed is not None and rule.fixed(want) and not rule.fixed(got)
-            why = f" undoes the seeds' fix: {rule.fix}" if undone and rule is not None else ""
+            why = f" {rule.undone()}" if undone and rule is not None else ""
             site = read(head, name).site
             where = f"{short_path(site)} " if site else ""
             message = (

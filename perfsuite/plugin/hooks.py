@@ -707,6 +707,16 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 NOTES_SHOWN = 3  # without -v, the session summary's notes: the most widely shared, and a count of the rest
 
 
+def fold(text: str, width: int) -> str:
+    """``text`` folded to ``width`` columns, later lines indented; a command in backticks is never broken."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+        for line in text.splitlines() or [""]
+    )
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
@@ -723,6 +733,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
     perf, tr = state.session, terminalreporter
     width = config.get_terminal_writer().fullwidth
+
+    def say(text: str, **markup: bool) -> None:  # each line folded to the terminal's width, as the tables are
+        tr.write_line(fold(text, width), **markup)
+
     quiet = (Outcome.PASS, Outcome.UNCHANGED)
     verbose = config.get_verbosity() > 0
     shown = perf.verdicts if verbose else [v for v in perf.verdicts if v.outcome not in quiet]
@@ -732,21 +746,26 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
         tr.write_line(session_summary(shown, perf.results, perf.exact_counts, width, bool(tr.hasmarkup), verbose))
     if perf.results:
-        for line in summary.format_notes(perf.results, limit=None if verbose else NOTES_SHOWN):
-            tr.write_line(line)
+        # the notes say how to read the per-test figures: where those are one line (a green run of many
+        # results), so are they
+        from perfsuite.report.terminal import PEOPLE_ROWS
+
+        figures = verbose or len(perf.results) <= PEOPLE_ROWS
+        for line in summary.format_notes(perf.results, limit=None if verbose else NOTES_SHOWN if figures else 0):
+            say(line)
         note = summary.oversubscription_note(perf.results)
         if note:
-            tr.write_line(note)
+            say(note)
         from perfsuite.judge.contention import session_line
 
         contention = session_line(perf.results)  # how busy the machine was: wall-clock verdicts abstain beyond it
         if contention:
-            tr.write_line(contention)
+            say(contention)
         from perfsuite.core.results import PhaseTimes
 
         spent = PhaseTimes.summed(r.phases for r in perf.results.values())  # where the session's time went
         if spent is not None:
-            tr.write_line(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line()}")
+            say(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line()}")
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 
@@ -756,13 +775,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))
-    tr.write_line(f"perfsuite: {line} ({len(perf.results)} results){tail}")
+    say(f"perfsuite: {line} ({len(perf.results)} results){tail}")
     if hidden:  # the labels of the rows not listed (the listed ones have their legend under the table)
         from perfsuite.report.hints import legend
 
         listed = {v.outcome.value for v in shown}
         for text in legend({v.outcome.value for v in perf.verdicts} - listed):
-            tr.write_line(f"perfsuite: {text}")
+            say(f"perfsuite: {text}")
     s = state.settings
     if perf.interrupted:
         tr.write_line(
@@ -779,14 +798,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             missing_allowed=s.allow_missing_exact,
             absent_files=absent,
         )
-        tr.write_line(f"perfsuite: {gate}")
+        say(f"perfsuite: {gate}")
         if perf.exact_missing or absent:
-            tr.write_line(f"perfsuite: record the exact values with `{state.update_command}`")
+            tr.write_line(f"perfsuite: record the exact values with `{state.update_command}`")  # a command: whole
     for key, gone in sorted(perf.stale.items()):
         store = perf.exact.get(key)
         where = store.display if store is not None else key
         action = "removed from" if s.update_exact and not perf.interrupted else "still in"
-        tr.write_line(
+        tr.write_line(  # names a command: whole
             f"perfsuite: {len(gone)} stale entr{'y' if len(gone) == 1 else 'ies'} {action} {where} (tests that no "
             f"longer exist): {', '.join(gone[:5])}{', ...' if len(gone) > 5 else ''}"
             + ("" if s.update_exact else f"; `{state.update_command}` removes them")
@@ -796,8 +815,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from perfsuite.report.terminal import unavailable_lines
 
     for line in unavailable_lines(perf.verdicts):  # a CPU run's GPU-only metrics: one line
-        tr.write_line(line)
-    for problem in perf.problems:
+        say(line)
+    for problem in perf.problems:  # errors, paths and commands: whole, as they are searched and copied
         tr.write_line(problem, red=True)
     if perf.saved:
         tr.write_line(f"saved {len(perf.saved)} baseline(s) under {state.settings.baselines}")

@@ -45,11 +45,19 @@ class KindRow:
     runtime_call: bool = True
 
 
+# The public documents perfsuite names a fix by: the one table, read by this module's kinds and by the settings
+# judge (perfsuite.judge.settings.SETTINGS), so every fix a user reads points at a page they can open.
 SOURCES = {
     "sync-debug": "PyTorch docs, torch.cuda.set_sync_debug_mode (operations it flags as synchronizing)",
     "cuda-api-sync": 'CUDA Runtime API, "API synchronization behavior" (memcpy from pageable host memory)',
-    "pin-memory": 'PyTorch docs, "A guide on good usage of non_blocking and pin_memory()"',
-    "cuda-semantics": 'PyTorch docs, "CUDA semantics": asynchronous execution, streams and events',
+    "pin-memory": 'PyTorch docs, "A guide on good usage of non_blocking and pin_memory()" '
+    "(https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)",
+    "cuda-semantics": 'PyTorch docs, "CUDA semantics" (https://pytorch.org/docs/stable/notes/cuda.html)',
+    "data-loading": 'PyTorch docs, "torch.utils.data" (https://pytorch.org/docs/stable/data.html)',
+    "amp": 'PyTorch docs, "Automatic Mixed Precision" (https://pytorch.org/docs/stable/amp.html)',
+    "compile": 'PyTorch docs, "torch.compile" (https://pytorch.org/docs/stable/generated/torch.compile.html)',
+    "tuning": 'PyTorch docs, "Performance Tuning Guide" '
+    "(https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)",
 }
 
 KINDS: tuple[KindRow, ...] = (
@@ -87,7 +95,7 @@ KINDS: tuple[KindRow, ...] = (
         "an explicit wait for the device",
         "torch.cuda.synchronize(), torch.accelerator.synchronize(), event.synchronize(), stream.synchronize()",
         "drop it from the step (time with CUDA events read after the loop)",
-        SOURCES["cuda-semantics"],
+        SOURCES["cuda-semantics"] + ": asynchronous execution, streams and events",
     ),
     KindRow(
         SyncKind.DATA_DEPENDENT,

@@ -6,6 +6,7 @@ One source for the terminal tables and the markdown, so both say the same.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from perfsuite.core import metrics as registry
 from perfsuite.judge.baseruns import NEEDS_RUNS
@@ -23,18 +24,25 @@ ELSEWHERE = f"a quieter runner, several base runs (--perfsuite-save --perfsuite-
 REPLAYED_SAMPLES = frozenset({"loader_cpu_ms", "loader_capacity"})
 
 
-def what_would_decide(verdict: Verdict) -> str | None:
+BUSY = f"to decide: the machine was too busy to judge it, and more steps will not change that; {ELSEWHERE}"
+
+
+def what_would_decide(verdict: Verdict, shared: bool = True) -> str | None:
     """For an inconclusive verdict, the step that would decide it: more steps, or ``perfsuite ab``; else None.
 
     Never more steps where they cannot help: a verdict the load guard abstained from (the machine was busy,
     :mod:`perfsuite.judge.contention`), a figure from the loader replay's fixed batch count, or one judged
-    from fewer base runs than a wall-clock verdict needs (:mod:`perfsuite.judge.baseruns`).
+    from fewer base runs than a wall-clock verdict needs (:mod:`perfsuite.judge.baseruns`). ``shared``: the
+    report prints each shared reason on a line of its own (a terminal), so a verdict that has one gets None;
+    a report that does not (the markdown) gets the hint on the verdict's row.
     """
-    if verdict.outcome is not Outcome.INCONCLUSIVE or verdict.unjudged:
-        return None  # a shared reason (a busy machine) says on its own line what to do
+    if verdict.outcome is not Outcome.INCONCLUSIVE:
+        return None
+    if verdict.unjudged:
+        return None if shared else BUSY  # the shared reason (a busy machine) says what to do
     spec = registry.find(verdict.metric)
     if verdict.message.startswith(f"{verdict.metric} {ABSTAINED}"):
-        return f"to decide: the machine was too busy to judge it, and more steps will not change that; {ELSEWHERE}"
+        return BUSY
     if spec is not None and spec.samples in REPLAYED_SAMPLES:
         return f"to decide: more steps add no sample (the loader replay times a fixed number of batches); {ELSEWHERE}"
     if "not measured in this run" in verdict.message:
@@ -57,10 +65,12 @@ def what_would_decide(verdict: Verdict) -> str | None:
     return f"to decide: {AB}"
 
 
+SETTING = "regressed (setting)"  # judge.settings' label: a fact, not a timing, so the legend says it apart
 OUTCOME_LEGEND = {
     "fail": "a threshold (min_/max_ bound) was not met",
     "pass": "a threshold (min_/max_ bound) was met",
     "regressed": "worse than the baseline beyond the factor, and significant",
+    SETTING: "a documented fix undone, judged as a fact, whatever the timing beside it",
     "improved": "better than the baseline beyond the factor, and significant",
     "unchanged": "within the factor of the baseline (exact metrics: equal)",
     "changed": "an exact value or label moved where neither direction is better",
@@ -70,6 +80,12 @@ OUTCOME_LEGEND = {
     "same": "perfsuite ab: the interval lies within the margin",
     "unknown": "perfsuite ab: not decided within the rounds or the budget (its line says what would decide)",
 }
+
+
+def labels_of(verdicts: Iterable[Verdict]) -> set[str]:
+    """The legend labels ``verdicts`` use: their outcomes, and ``regressed (setting)`` where a setting regressed."""
+    verdicts = list(verdicts)
+    return {v.outcome.value for v in verdicts} | {SETTING for v in verdicts if v.message.startswith(SETTING)}
 
 
 def legend(labels: list[str] | set[str] | tuple[str, ...]) -> list[str]:

@@ -167,5 +167,9 @@ def format_notes(results: Mapping[str, Result], limit: int | None = None) -> lis
         whom = rids[0] if len(rids) == 1 else f"{len(rids)} results"
         lines.append(f"note ({whom}): {note}")
     if len(notes) < len(where):
-        lines.append(f"{len(where) - len(notes)} more notes: -v lists them (each Result's notes hold them too)")
+        n = len(where) - len(notes)
+        lines.append(
+            f"{n} {'more ' if notes else ''}note{'s' if n != 1 else ''} on reading these figures: -v lists them "
+            "(each Result's notes hold them too)"
+        )
     return lines

@@ -21,7 +21,7 @@ from rich.text import Text
 from perfsuite.core.results import Result
 from perfsuite.core.units import human, metric_value
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.hints import legend, what_would_decide
+from perfsuite.report.hints import labels_of, legend, what_would_decide
 from perfsuite.report.verdicts import cut, ordered, summary_line
 
 STYLES = {
@@ -49,6 +49,13 @@ def is_terminal(stream: Any) -> bool:
 def console_for(stream: TextIO, width: int | None = None) -> Console:
     """A console on ``stream``; colours when it is a terminal, plain text otherwise."""
     return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+def folded_note(text: str, stream: TextIO) -> str:
+    """A note for ``stream`` folded to its width (80 columns where it is no terminal), later lines indented,
+    like the table it comes before."""
+    width = console_for(stream).width
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
 
 
 def to_text(renderable: RenderableType, width: int, markup: bool = False) -> str:
@@ -219,9 +226,9 @@ def verdicts_report(
         parts += reasons(listed)
     parts += shared_lines(shared)
     if any(not _empty_new(v) for v in shared) and not verbose:
-        parts.append(Text("(each of these figures: --verbose lists it here, -v under pytest; the JSON report)", "dim"))
+        parts.append(Text("(each figure: --verbose lists it, -v under pytest; so does the JSON report)", "dim"))
     parts += [Text(p, style="red") for p in problems]
-    labels = legend({v.outcome.value for v in listed})
+    labels = legend(labels_of(listed))
     if labels:
         parts.append(Text("\n".join(labels), style="dim"))
     return Group(*parts)
@@ -351,6 +358,20 @@ def _run_note(name: str, detail: Mapping[str, Any]) -> str:
     return ""
 
 
+# What a scale's name means to someone who has not read docs/workloads.md (a script runs as it is: no scale).
+SCALE_WORDS = {"smoke": "CPU-sized, seconds a run", "full": "GPU-sized"}
+
+
+def scale_words(result: Result) -> str:
+    """`` at smoke scale (CPU-sized, seconds a run)``; "" for a script, which has no scale."""
+    from perfsuite.jobs.script import ran_a_script
+
+    if ran_a_script(result) or not result.scale:
+        return ""
+    words = SCALE_WORDS.get(result.scale)
+    return f" at {result.scale} scale" + (f" ({words})" if words else "")
+
+
 def run_lines(result: Result) -> list[str]:
     """`perfsuite run`'s plain table: identifiers as in thresholds, values in human units, one GPU line on a CPU."""
     rows = run_rows(result)
@@ -358,7 +379,7 @@ def run_lines(result: Result) -> list[str]:
     numeric = [len(v) for n, v, _ in rows if v != "unavailable" and not isinstance(result.value(n), str)]
     value_width = max(numeric, default=0)
     lines = [
-        f"{result.workload} ({result.scale}) on {result.fingerprint.gpu_model or 'cpu'}: "
+        f"{result.workload}{scale_words(result)} on {result.fingerprint.gpu_model or 'cpu'}: "
         f"batch {result.batch_size}, {result.steps} measured steps"
     ]
     for name, value, note in rows:

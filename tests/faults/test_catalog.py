@@ -65,7 +65,7 @@ def test_a_fault_refuses_a_baseline_without_what_it_removes() -> None:
 def test_amp_bool_follows_the_seed_code_path_and_the_knob_refuses_the_bool() -> None:
     base = REFERENCES["step"].knobs()
     assert FAULTS["amp_bool"].apply(base).step.amp is None  # 'amp: true' == 'bf16' is False: FP32
-    with pytest.raises(KnobError, match="seed 003"):
+    with pytest.raises(KnobError, match="silently trains in FP32"):
         base.replace(**FAULTS["amp_bool"].refused)
 
 

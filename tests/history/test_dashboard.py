@@ -60,3 +60,33 @@ def test_summary_and_pngs(tmp_path: Path) -> None:
     written = dashboard.write_pngs(series, tmp_path / "png")
     assert {p.name for p in written} >= {"syncs_per_step.png"}
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in written)
+
+
+def _timing_history(tmp_path: Path, foreign: float) -> HistoryStore:
+    """Eight commits whose step_cpu_ms doubles at the fifth (and input_efficiency, one value per run, halves),
+    every run at ``foreign`` load: the contention guard's reading of other processes' share of the CPU."""
+    store = HistoryStore(tmp_path / f"h{foreign}")
+    for i in range(8):
+        level = 10.0 if i < 4 else 20.0
+        r = result(1.0)
+        r.samples["step_cpu_ms"] = [level * (1 + 0.01 * ((k * 7 + i) % 5)) for k in range(20)]
+        r.metrics["step_cpu_ms"] = Metric("step_cpu_ms", level * (1 + 0.01 * (i % 3)), "ms")
+        r.metrics["input_efficiency"] = Metric(
+            "input_efficiency", (0.9 if i < 4 else 0.45) + 0.01 * (i % 3), "fraction"
+        )
+        r.environment["contention"] = {"window": {"neighbours": foreign, "steal": 0.0}}
+        store.record(r, LONG_LINE[i], 1000.0 + i, f"commit {i}")
+    return store
+
+
+LONG_LINE = [f"{i + 1:x}" * 40 for i in range(8)]
+
+
+def test_a_timing_change_point_stands_only_where_the_verdict_engine_decides_it(tmp_path: Path) -> None:
+    """Issue 56: on a short history under load, 2 of 4 change points were noise in figures nobody had judged."""
+    quiet = {s.metric: s for s in dashboard.build_series(_timing_history(tmp_path, 0.02).entries(), line=LONG_LINE)}
+    assert quiet["step_cpu_ms"].steps == [4]  # judged between the runs either side: regressed
+    assert quiet["input_efficiency"].steps == []  # one value per run: never judged, so never a change point
+    busy = {s.metric: s for s in dashboard.build_series(_timing_history(tmp_path, 0.7).entries(), line=LONG_LINE)}
+    assert busy["step_cpu_ms"].steps == []  # the same step at 70% foreign load: the guard abstains, no change point
+    assert busy["syncs_per_step"].steps == quiet["syncs_per_step"].steps == []  # an exact counter: as before

@@ -83,7 +83,7 @@ def test_run_import_module_from_the_working_tree(tmp_path, monkeypatch, capsys, 
     assert "unknown workload 'mine'" in capsys.readouterr().err
     assert cli.main(["list", "--import", "my_jobs"]) == 0 and "mine" in capsys.readouterr().out
     assert cli.main(["run", "--import", "my_jobs", "mine", "--steps", "2", "--warmup", "0"]) == 0
-    assert "ep_job (smoke)" in capsys.readouterr().out
+    assert "ep_job at smoke scale (CPU-sized, seconds a run)" in capsys.readouterr().out
     # A knob typed on the command line that the job's DataLoader contradicts: one line saying what to write.
     assert cli.main(["run", "--import", "my_jobs", "mine", "--workers", "3", "--steps", "2"]) == 2
     assert "built with num_workers=0" in capsys.readouterr().err

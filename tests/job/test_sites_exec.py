@@ -96,7 +96,7 @@ def test_an_edit_above_sites_reads_as_the_one_new_site_on_every_run(tmp_path, da
 
 def test_a_loader_setting_changed_in_the_script_is_named_by_compare(tmp_path, data, capsys):
     """Issue 33 item 4 on an unchanged script: ``--workers 2`` then ``--workers 0``, read from its DataLoader;
-    undoing the seeds' fix regresses, named at the script's DataLoader line (issue 45 item 2)."""
+    undoing a documented fix regresses, named at the script's DataLoader line (issue 45 item 2)."""
     script = DIGITS / "train_digits.py"
     for workers in ("2", "0"):
         argv = ["exec", "--steps", "3", "--warmup", "1", "--observe-steps", "1", "--out", str(tmp_path / workers)]
@@ -109,4 +109,4 @@ def test_a_loader_setting_changed_in_the_script_is_named_by_compare(tmp_path, da
     assert [(v["base"], v["head"], v["outcome"]) for v in named] == [(2, 0, "regressed")]
     line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "train_loader = DataLoader(" in text)
     assert named[0]["message"].startswith("regressed (setting): ")
-    assert f"{script.name}:{line} DataLoader(num_workers=2 -> 0) undoes the seeds' fix" in named[0]["message"]
+    assert f"{script.name}:{line} DataLoader(num_workers=2 -> 0) undoes a documented fix" in named[0]["message"]

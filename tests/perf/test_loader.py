@@ -14,7 +14,7 @@ CONFIGS = {
     "workers0": lambda scale: {"num_workers": 0},
     # seed 000 as found: a couple of workers, pageable memory, workers restarted every epoch
     "seed": lambda scale: {"num_workers": 2, "pin_memory": False, "persistent_workers": False},
-    # the seeds' fix
+    # the documented fix (PyTorch's data-loading guide)
     "tuned": lambda scale: {
         "num_workers": workers(scale),
         "pin_memory": True,

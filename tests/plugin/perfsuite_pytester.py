@@ -65,3 +65,16 @@ def report_results(path: Path) -> list[dict]:
     data = read_json(path)
     assert data["schema_version"] == 1 and data["status"] in ("complete", "partial")
     return data["results"]
+
+
+def unfolded(result: pytest.RunResult) -> pytest.LineMatcher:
+    """The session's output with perfsuite's folded summary lines joined again (the plugin folds each
+    ``perfsuite: ...`` line to the terminal's width, later parts indented by two spaces), to match a line whole."""
+    lines: list[str] = []
+    for line in result.outlines:
+        folded = line.startswith("  ") and not line.startswith("   ") and lines and lines[-1].startswith("perfsuite: ")
+        if folded and not line.lstrip().startswith("metric "):  # a verdict table's header follows its summary line
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    return pytest.LineMatcher(lines)

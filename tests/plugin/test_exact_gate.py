@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from perfsuite_pytester import FAST, read_json, run
+from perfsuite_pytester import FAST, read_json, run, unfolded
 
 pytest_plugins = ["pytester"]
 
@@ -34,7 +34,7 @@ def test_timing_baselines_elsewhere_never_move_the_committed_exact_file_nor_the_
     elsewhere = tmp_path_factory.mktemp("other-baselines")
     out = run(project, "--perfsuite-compare", "--perfsuite-baselines", str(elsewhere))  # the space form
     out.assert_outcomes(passed=1)
-    out.stdout.fnmatch_lines(
+    unfolded(out).fnmatch_lines(
         [
             f"perfsuite: {held} exact checks held against committed baselines (baselines/exact/cpu__torch-*.json); "
             "1 test with no timing baseline on this machine yet",
@@ -102,7 +102,7 @@ def test_under_xdist_update_exact_writes_the_file_and_the_gate_line_counts_every
     held = sum(sum(v is not None for v in values.values()) for values in committed["tests"].values())
     out = project.runpytest_subprocess(*args, "--perfsuite-compare", timeout=300)
     out.assert_outcomes(passed=4)
-    out.stdout.fnmatch_lines(
+    unfolded(out).fnmatch_lines(
         [f"perfsuite: {held} exact checks held against committed baselines (*); 4 tests with no timing baseline*"]
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from perfsuite_pytester import baseline_files, read_json, report_results, run
+from perfsuite_pytester import baseline_files, read_json, report_results, run, unfolded
 
 from perfsuite.core.results import Fingerprint
 
@@ -34,7 +34,7 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     (project.path / "baselines").mkdir()
     first = run(project, "--perfsuite-compare", *ALLOW, "--perfsuite-report-json", "v.json")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(
+    unfolded(first).fnmatch_lines(
         [
             "*1 test new: no committed exact values in*",  # counted, each reason on its line, not as rows of '-'
             "*1 test new: first run on this machine: no timing baseline yet*",
@@ -68,7 +68,7 @@ def test_save_then_compare_round_trips_and_only_saving_writes(project):
     }  # timing: not this test's concern
     assert outcomes["syncs_per_step"] == "unchanged"
     # no committed file: the exact metrics were judged against this machine's baseline, and the gate line says so
-    again.stdout.fnmatch_lines(["*exact checks held (0 against committed baselines, * against this machine's*"])
+    unfolded(again).fnmatch_lines(["*exact checks held (0 against committed baselines, * against this machine's*"])
     assert path.read_bytes() == before and baseline_files(project.path) == [path]  # compared, not written
 
     run(project, "--perfsuite-save").assert_outcomes(passed=1)
@@ -81,7 +81,7 @@ def test_compare_without_committed_exact_values_fails_with_the_command_that_writ
     (project.path / "baselines").mkdir()
     out = run(project, "--perfsuite-compare")
     out.assert_outcomes(failed=1)
-    out.stdout.fnmatch_lines(
+    unfolded(out).fnmatch_lines(
         [
             "*no committed exact values for this test in *cpu__torch-*.json (no committed exact file for "
             "cpu__torch-*), so its exact gate would be off; record them with `*--perfsuite-update-exact`*",
@@ -173,7 +173,7 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     assert test_id.endswith("::test_loader") and values["syncs_per_step"] == 0 and values["ops_per_step"] > 0
     held = run(project, "--perfsuite-compare")
     held.assert_outcomes(passed=1)
-    held.stdout.fnmatch_lines(
+    unfolded(held).fnmatch_lines(
         [
             f"*{len([v for v in values.values() if v is not None])} exact checks held against "
             "committed baselines*; 1 test with no timing baseline on this machine yet"

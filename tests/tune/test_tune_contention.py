@@ -109,3 +109,33 @@ def test_never_no_gain_beside_arms_that_do_not_overlap() -> None:
     assert report.not_written is None  # num_workers was decided: its choice is measured
     assert "no further step was a measured gain" not in report.stopped
     assert "persistent_workers False -> True: undecided" in report.stopped and "measured apart" in report.stopped
+
+
+class BusyFromTheStart(BusyTarget):
+    """Every run contended, the reference run included: the machine was busy before tune began."""
+
+    def run(self, setting, reference: bool = False) -> RunRecord:
+        record = self.inner.run(setting, reference)
+        record.contended = "neighbours and steal 70% of the usable CPU (bound 10%)"
+        return record
+
+
+def test_a_machine_busy_before_the_search_stops_tune_before_its_budget_is_spent() -> None:
+    """Issue 56: under load tune spent its whole budget twice (216 s, 279 s) on runs it then discarded."""
+    from fakes import plenty
+
+    from perfsuite.judge.contention import Load
+    from perfsuite.tools.tune import tune
+
+    target = BusyFromTheStart(lambda knobs: True)
+    report = tune(target, SearchConfig(max_workers=4, max_rounds=4), free=plenty, machine=lambda: Load(0.7, 1.0, 3.0))
+    assert target.inner.runs == [target.inner.start] and not report.search.trials  # the reference run only
+    assert report.not_written and report.not_written.startswith("the machine is busy: the reference run read")
+    assert "other processes still took 70% of the usable CPU" in report.not_written
+    assert "It would take: other processes below 10% of the usable cores" in report.not_written
+    assert report.stopped.startswith("not tuned: the machine is busy")
+    # the same reference run on a machine that has since quietened: the search goes ahead
+    target = BusyFromTheStart(lambda knobs: True)
+    quiet = tune(target, SearchConfig(max_workers=4, max_rounds=4), free=plenty, machine=lambda: Load(0.02, 0.0, 0.5))
+    assert quiet.search.trials and len(target.inner.runs) > 1
+    assert not (quiet.not_written or "").startswith("the machine is busy")

@@ -36,12 +36,12 @@ def settings(verdicts):  # type: ignore[no-untyped-def]
     return {v.metric: v for v in verdicts if v.metric in LOADER or v.metric == "batch_size"}
 
 
-def test_undoing_a_seeds_fix_regresses_and_any_other_change_is_changed():
+def test_undoing_a_documented_fix_regresses_and_any_other_change_is_changed():
     by = settings(compare_results(result(), result(num_workers=0, batch_size=16), "t"))
     assert sorted(by) == ["batch_size", "num_workers"]  # prefetch_factor follows from num_workers 0: not twice
     workers = by["num_workers"]
     assert (workers.base, workers.head, workers.outcome, workers.failed) == (2, 0, Outcome.REGRESSED, True)
-    assert workers.message.startswith("regressed (setting): DataLoader(num_workers=2 -> 0) undoes the seeds' fix")
+    assert workers.message.startswith("regressed (setting): DataLoader(num_workers=2 -> 0) undoes a documented fix")
     assert "`perfsuite accept HEAD BASE`" in workers.message
     assert by["batch_size"].outcome is Outcome.CHANGED
     assert by["batch_size"].message.startswith("changed (setting): DataLoader(batch_size=8 -> 16)")
@@ -125,9 +125,9 @@ def test_the_exact_file_pins_the_settings_it_recorded(tmp_path):
     assert [v.outcome for v in check(result())] == [Outcome.UNCHANGED]  # syncs_per_step only
     changed = [v for v in check(result(num_workers=0)) if v.metric == "num_workers"]
     message = (
-        "regressed (setting): num_workers 2 -> 0 (loader setting pinned in the file) undoes the seeds' fix: batches "
-        "load in worker processes beside the step, not between steps in the training process (seeds 000, 002, 003, "
-        "004); if intended, update it: `update it`"
+        "regressed (setting): num_workers 2 -> 0 (loader setting pinned in the file) undoes a documented fix: "
+        "batches load in worker processes beside the step, not between steps in the training process, see PyTorch "
+        'docs, "torch.utils.data" (https://pytorch.org/docs/stable/data.html); if intended, update it: `update it`'
     )
     assert [(v.outcome, v.message) for v in changed] == [(Outcome.REGRESSED, message)]
     unknown = check(result(sources={"pin_memory": "not known"}))

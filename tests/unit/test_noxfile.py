@@ -127,3 +127,11 @@ def test_the_cpu_index_is_configurable_through_an_environment_variable() -> None
     env = {**os.environ, "PERFSUITE_TORCH_INDEX": "https://mirror.example/whl/cpu"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "https://mirror.example/whl/cpu"
+
+
+def test_the_perf_session_leaves_the_benchmark_tables_out_unless_asked() -> None:
+    """Issue 56: pytest-benchmark's tables were 48 of a green run's 87 lines; `-- --benchmark-tables` brings them."""
+    text = NOXFILE.read_text(encoding="utf-8")
+    perf = text[text.index("def perf(") : text.index("def run_suite(")]
+    assert '"--benchmark-quiet"' in perf and "BENCHMARK_TABLES in session.posargs" in perf
+    assert 'BENCHMARK_TABLES = "--benchmark-tables"' in text

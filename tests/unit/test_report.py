@@ -137,5 +137,5 @@ def test_past_the_limit_the_most_shared_notes_stay_and_the_rest_are_counted():
     }
     lines = format_notes(results, limit=2)
     assert lines[0] == "note (6 results): shared" and len(lines) == 3  # oversubscription has its own line
-    assert lines[2] == "5 more notes: -v lists them (each Result's notes hold them too)"
+    assert lines[2] == "5 more notes on reading these figures: -v lists them (each Result's notes hold them too)"
     assert len(format_notes(results)) == 7

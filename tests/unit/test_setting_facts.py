@@ -56,9 +56,41 @@ def test_a_loader_setting_undone_is_named_at_the_dataloader_line_with_the_cost_m
     verdict = got["num_workers"]
     assert verdict.outcome is Outcome.REGRESSED
     assert verdict.message.startswith("regressed (setting): train.py:73 DataLoader(num_workers=2 -> 0) undoes")
-    assert "measured beside it: main_load_ms_per_step 1.5 -> 45.9 ms/step (x30.6), step_ms 40 -> 90 ms (x2.25)" in (
+    assert (
+        "measured beside it (its own row judges it): main_load_ms_per_step 1.5 -> 45.9 ms/step (x30.6), step_ms "
+        "40 -> 90 ms (x2.25)"
+    ) in verdict.message
+    # why a setting is judged whatever this machine's timing says, and the fix's public source, not an internal name
+    assert "judged as a fact, not by this machine's timing: its cost shows on a GPU runner" in verdict.message
+    assert "https://pytorch.org/docs/stable/data.html" in verdict.message
+
+
+def test_a_figure_that_reads_the_wrong_way_beside_a_regressed_setting_says_why():
+    """pin_memory off made the CPU step faster (x0.308): printed bare it reads as evidence against the verdict."""
+    base = script_result([Metric("step_ms", 68.74, "ms")], BUILT, pin_memory=True)
+    head = script_result([Metric("step_ms", 21.14, "ms")], BUILT, pin_memory=False)
+    verdict = by_metric(base, head)["pin_memory"]
+    assert verdict.outcome is Outcome.REGRESSED
+    assert "step_ms 68.74 -> 21.14 ms (x0.308: better on this CPU, where the fix's gain does not show)" in (
         verdict.message
     )
+
+
+def loaded(result: Result, foreign: float) -> Result:
+    """``result`` as a run that read ``foreign`` of the usable CPU taken by other processes in its window."""
+    result.environment["contention"] = {"window": {"neighbours": foreign, "steal": 0.0}}
+    return result
+
+
+def test_a_figure_from_runs_of_different_contention_is_named_not_comparable_instead_of_shown():
+    base = loaded(script_result([Metric("step_ms", 5462.0, "ms")], BUILT), 0.92)
+    head = loaded(script_result([Metric("step_ms", 358.7, "ms")], BUILT, num_workers=0, prefetch_factor=None), 0.03)
+    message = by_metric(base, head)["num_workers"].message
+    assert "5462" not in message and "x0.0657" not in message
+    assert (
+        "step_ms not comparable (other processes took a different share of the CPU in the two runs: head run: "
+        "neighbours and steal 3% of the usable CPU; base: neighbours and steal 92% of the usable CPU)"
+    ) in message
 
 
 def copies(non_blocking: bool) -> Metric:
@@ -99,6 +131,17 @@ def test_a_scripts_measured_settings_regress_when_a_fix_is_undone():
     assert got["intra_op_threads"].message.startswith("changed (setting): intra_op_threads 1 -> 2")
     back = by_metric(head, base)  # applying the fixes is a change to accept, never a regression
     assert {v.outcome for v in back.values()} == {Outcome.CHANGED}
+
+
+def test_non_blocking_without_pinned_memory_says_the_copy_still_waits_and_gives_the_fix():
+    base = script_result([copies(False)], pin_memory=False)
+    head = script_result([copies(True)], pin_memory=False)
+    message = by_metric(base, head)["non_blocking"].message
+    assert message.startswith("changed (setting): train.py:46 non_blocking False -> True")
+    assert "non_blocking=True from pageable (unpinned) memory waits like a blocking copy" in message
+    assert "fix (pageable copy): DataLoader(pin_memory=True), or x.pin_memory() before the copy" in message
+    pinned = by_metric(script_result([copies(False)]), script_result([copies(True)]))["non_blocking"].message
+    assert "pageable" not in pinned  # with pinned memory the copy overlaps: nothing to add
 
 
 def test_settings_neither_run_knows_are_not_compared():

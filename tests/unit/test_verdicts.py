@@ -337,3 +337,24 @@ def test_other_fingerprint_refused_unless_forced():
     with pytest.raises(FingerprintMismatch, match="--perfsuite-save.*--force"):
         compare_results(base, head, "t::a")
     assert compare_results(base, head, "t::a", force=True, runs_needed=1)[0].outcome is Outcome.UNCHANGED
+
+
+def test_a_loader_call_site_names_the_callee_s_own_change_before_the_calls_under_its_line():
+    """Issue 56: ``PIL.Image.Image.resize at face_dataset.py:47 +24/sample`` counts every call under the line,
+    while the resize itself went from 3 to 4 calls: its own change is what a reader looks for first."""
+    from perfsuite.judge.causes import movers
+    from perfsuite.probes.sites import SiteCount, site_detail
+
+    def detail(resizes: int, under: float) -> dict:
+        site = SiteCount(
+            "PIL.Image.Image.resize", "face_dataset.py:47", under, "sample", "__getitem__", "img.resize(s)"
+        )
+        by = {"__getitem__: PIL.Image.Image.resize": float(resizes), "__getitem__: PIL.Image.open": 1.0}
+        return {"by": by, **site_detail([site])}
+
+    text = movers(detail(3, 72.0), detail(4, 96.0))
+    assert text == (
+        "PIL.Image.Image.resize 3 -> 4 per sample itself; under the line: PIL.Image.Image.resize at "
+        "face_dataset.py:47 +24/sample"
+    ), text
+    assert movers(detail(3, 72.0), detail(3, 96.0)).startswith("PIL.Image.Image.resize at")  # its own count held

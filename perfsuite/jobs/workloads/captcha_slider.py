@@ -39,7 +39,7 @@ def piece_mask(size: int) -> np.ndarray:
 
 class CaptchaSlider(Workload):
     name = "captcha_slider"
-    summary = "slider-CAPTCHA gap/slider regression, 320x160 RGB, 3.5M-parameter CNN (seed 003)"
+    summary = "slider-CAPTCHA gap/slider regression, 320x160 RGB, 3.5M-parameter CNN"
     seed_doc = "003"
     target_kind = "keypoints"
     scales = {

@@ -124,7 +124,7 @@ def render_from_mask(rng: np.random.Generator, labels: np.ndarray, palette_size:
 
 class FaceParsing(Workload):
     name = "face_parsing"
-    summary = "19-class face parsing, 512x512 RGB, encoder-decoder (seed 000)"
+    summary = "19-class face parsing, 512x512 RGB, encoder-decoder"
     seed_doc = "000"
     target_kind = "mask"
     num_classes = len(LABELS)

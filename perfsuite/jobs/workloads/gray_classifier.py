@@ -60,7 +60,7 @@ def draw_shape(rng: np.random.Generator, label: int, size: int) -> np.ndarray:
 
 class GrayClassifier(Workload):
     name = "gray_classifier"
-    summary = "128x128 grayscale 10-class classification, small CNN (seed 002)"
+    summary = "128x128 grayscale 10-class classification, small CNN"
     seed_doc = "002"
     target_kind = "label"
     channels = 1

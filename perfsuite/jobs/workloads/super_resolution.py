@@ -44,7 +44,7 @@ def textured_patch(rng: np.random.Generator, height: int, width: int) -> np.ndar
 
 class SuperResolution(Workload):
     name = "super_resolution"
-    summary = "light x2 super-resolution, base_channels/num_blocks/patch_size knobs (seed 004)"
+    summary = "light x2 super-resolution, base_channels/num_blocks/patch_size knobs"
     seed_doc = "004"
     target_kind = "none"
     image_format = "png"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from perfsuite.core import metrics as registry
+from perfsuite.core.results import Result
 from perfsuite.core.units import human
 from perfsuite.tools.history.changepoints import exact_steps, noisy_steps
 from perfsuite.tools.history.store import Entry
@@ -79,6 +80,7 @@ def build_series(
         rank = rank_of(line)
         entries = sorted((e for e in entries if e.commit in rank), key=lambda e: (rank[e.commit], e.recorded))
     grouped: dict[tuple[str, str, str], list[Point]] = defaultdict(list)
+    runs: dict[tuple[str, str, str], list[Result]] = defaultdict(list)  # each point's Result, to judge a step by
     for e in entries:
         for name, metric in e.result.metrics.items():
             value = _number(metric.value) if metric.available else None
@@ -92,15 +94,34 @@ def build_series(
             grouped[(e.test, name, e.machine["key"])].append(
                 Point(e.commit, e.subject, e.commit_time, value, low, high, dict(metric.detail or {}))
             )
+            runs[(e.test, name, e.machine["key"])].append(e.result)
     series = []
     for (test, name, machine), points in sorted(grouped.items()):
         spec = registry.find(name)
         exact = spec is not None and spec.kind == "exact"
         s = Series(test, name, machine, exact, spec.unit if spec else "", points)
         values = [p.value for p in points]
-        s.steps = exact_steps(values) if exact else noisy_steps(values, min_relative)
+        if exact:
+            s.steps = exact_steps(values)
+        else:  # a timing's step stands only where the verdict engine decides it between the runs either side
+            found = runs[(test, name, machine)]
+            s.steps = [i for i in noisy_steps(values, min_relative) if decided(spec, found[i - 1], found[i], test)]
         series.append(s)
     return series
+
+
+def decided(spec: registry.MetricSpec | None, before: Result, after: Result, test: str) -> bool:
+    """Whether the verdict engine, contention guard included, decides ``spec`` between two runs (regressed or
+    improved): a change point from a figure that was not judged (a busy machine's timing, one value per run)
+    would be noise drawn as a step (issue 56: 2 of 4 change points on a short history under load)."""
+    from perfsuite.judge.engine import compare_results
+    from perfsuite.judge.verdict import Outcome
+
+    if spec is None or not spec.compared:
+        return False
+    name = spec.name
+    verdicts = compare_results(before, after, test, force=True, only=lambda other: other.name == name)
+    return any(v.metric == name and v.outcome in (Outcome.REGRESSED, Outcome.IMPROVED) for v in verdicts)
 
 
 def value_text(s: Series, value: float | None, counts: bool = True) -> str:
@@ -275,7 +296,9 @@ def render_html(series: Sequence[Series], problems: Sequence[str] = (), commit_u
         f"first-parent line, oldest left), {sum(bool(s.steps) for s in series)} of them with a change point, "
         "shown first. Exact counters are drawn as steps; "
         "red dashed lines are change points (every change of an exact counter; on timings PELT, penalty "
-        "4 log(n) sigma^2, and a 5% minimum shift); bars are each run's 10th-90th percentile of its steps.</p>",
+        "4 log(n) sigma^2, a 5% minimum shift, kept only where perfsuite compare would decide the step between the "
+        "runs either side: a figure that was not judged, such as a busy machine's timing, draws none); bars are "
+        "each run's 10th-90th percentile of its steps.</p>",
         "<p>",
         _select("test", tests),
         _select("metric", metrics),

@@ -14,6 +14,8 @@ from typing import Any
 
 from perfsuite.core.results import Fingerprint
 from perfsuite.core.units import metric_value
+from perfsuite.judge.contention import Load
+from perfsuite.tools.tune.busy import read_machine, too_busy
 from perfsuite.tools.tune.guard import MB, Footprint, Free, Guard, free_now
 from perfsuite.tools.tune.lockin import thresholds_from, tune_file_path, write_thresholds, write_tune_file
 from perfsuite.tools.tune.progress import Quiet, trial_line
@@ -134,11 +136,15 @@ def tune(
     config: SearchConfig,
     *,
     free: Callable[[], Free] = free_now,
+    machine: Callable[[], Load] = read_machine,
     progress: Any = None,
     required: Mapping[str, float] | None = None,
     cores: str = "",
 ) -> TuneReport:
-    """Search ``target``'s loader knobs (and batch size when ``config.batch``); see perfsuite.tools.tune.search."""
+    """Search ``target``'s loader knobs (and batch size when ``config.batch``); see perfsuite.tools.tune.search.
+
+    ``machine`` reads how busy the machine is (:func:`perfsuite.tools.tune.busy.read_machine`), asked when the
+    reference run was contended: a machine still busy stops tune before its budget is spent."""
     progress = progress or Quiet()
     started = time.perf_counter()
     load = {"start": list(os.getloadavg())} if hasattr(os, "getloadavg") else {}
@@ -150,12 +156,14 @@ def tune(
     search = Search(target.run, guard, config, dict(start), progress, demand=ref.demand_samples_per_s)
     search.started = started
     stopped = "done: no further step was a measured gain"
+    busy_now = too_busy(ref.contended, machine(), config.budget_s) if ref.contended else None
     try:
-        search.workers()
-        search.loader()
-        if config.batch:
-            search.batch()
-        search.confirm()
+        if busy_now is None:  # a busy machine: nothing is run (tools.tune.busy), the report says what it would take
+            search.workers()
+            search.loader()
+            if config.batch:
+                search.batch()
+            search.confirm()
     except KeyboardInterrupt:
         stopped = "interrupted (Ctrl-C): kept the best setting found so far"
     except Interrupted as exc:
@@ -165,7 +173,7 @@ def tune(
     undecided = [t for t in search.trials if not t.gain and (t.effect_without_gain or t.arms_apart())]
     if stopped.startswith("done") and undecided:  # never "no gain" beside intervals that exclude 1 or do not overlap
         stopped = "done: no further step was decided a gain, but " + "; ".join(map(_apart, undecided))
-    unmeasured = not_measured(search.trials, config)
+    unmeasured = busy_now or not_measured(search.trials, config)
     if unmeasured:
         stopped = f"not tuned: {unmeasured}"
     runs = search.runs_of(search.current)
