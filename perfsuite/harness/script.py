@@ -73,7 +73,7 @@ def _script_frames(frame: Any) -> list[Any]:
     out = []
     while frame is not None:
         path = frame.f_code.co_filename
-        if _is_runpy(path) or path == runpy.__file__:
+        if is_runpy(path):
             break
         if not path.startswith(_PACKAGE):
             out.append(frame)
@@ -321,8 +321,9 @@ def as_main(script: Script) -> Iterator[None]:
                 del sys.modules[name]
 
 
-def _is_runpy(filename: str) -> bool:
-    return filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
+def is_runpy(filename: str) -> bool:
+    """runpy's own frames, told by runpy's file (a user's script may be named runpy.py too)."""
+    return filename in ("<frozen runpy>", runpy.__file__)
 
 
 def _trimmed_traceback(exc: BaseException) -> str:
@@ -331,7 +332,7 @@ def _trimmed_traceback(exc: BaseException) -> str:
     todo = [te]
     while todo:
         current = todo.pop()
-        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not _is_runpy(f.filename)]
+        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not is_runpy(f.filename)]
         current.stack = traceback.StackSummary.from_list(kept)
         todo += [c for c in (current.__cause__, current.__context__) if c is not None]
     return "".join(te.format())
