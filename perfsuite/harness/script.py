@@ -53,6 +53,7 @@ from typing import Any
 
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import ScriptStop
+from perfsuite.core.source_paths import anchored_at
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
@@ -368,8 +369,12 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
         raise ScriptError(f"mutate= cannot apply to script {script.label!r}: perfsuite runs the script as it is")
     source = _ScriptSource(script, spec)
     source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
+    # a script outside any git repository: its sites are named relative to its own folder (a module's: the
+    # working directory it is found from), the same from every directory (perfsuite.core.source_paths)
+    folder = script.path.parent if script.path is not None else Path.cwd()
     try:
-        return _drive(script, spec, probes, source)
+        with anchored_at(folder):
+            return _drive(script, spec, probes, source)
     except Exception as exc:  # torch's SIGCHLD handler raises a worker's death in whatever code runs then
         death = worker_death(exc)
         if death is None:

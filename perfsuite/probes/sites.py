@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from perfsuite.core.source_paths import LIBRARY_ROOTS, library_relative, source_path
+
 # torch files that only route a call to its implementation: a call passing only through
 # these was issued by the caller itself.
 _PLUMBING = frozenset(
@@ -59,7 +61,7 @@ class Sites:
             contextlib.__file__,
         )
         # what find_users never takes for the user's code: torch, the harness, the standard library, packages
-        self.not_users = (self.torch_dir, *self.harness, *_library_dirs())
+        self.not_users = (self.torch_dir, *self.harness, *LIBRARY_ROOTS)
         # where perfsuite's own code calls into the user's: find_users looks no further out
         self.boundary = tuple(p for p in self.harness if p not in (self.warnings_py, contextlib.__file__))
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
@@ -259,23 +261,20 @@ def normalise(line: str) -> str:
     return " ".join(text.split())
 
 
-def _library_dirs() -> tuple[str, ...]:
-    """The standard library's and installed packages' directories, as configured and as resolved."""
-    import sysconfig
-
-    from perfsuite.core.user_frames import LIBRARY_DIRS
-
-    configured = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(sorted({*(d.rstrip(os.sep) + os.sep for d in (*configured, *LIBRARY_DIRS))}))
-
-
 def _short(path: str) -> str:
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
+    """A site's file: relative to its project's root or from its package on, never to the working directory
+    (:func:`perfsuite.core.source_paths.source_path`)."""
+    return source_path(path)
 
 
 def short_path(where: str) -> str:
-    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
+    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv.
+
+    Sites are recorded so (:func:`_short`); a result recorded before, or on another machine, may still hold an
+    absolute path: a library folder of this interpreter is cut by where it is, another machine's by its name.
+    """
+    if os.path.isabs(where) and library_relative(where) is not None:
+        return library_relative(where) or where
     for marker in ("site-packages/", "dist-packages/"):
         if marker in where:
             return where.split(marker, 1)[1]
