@@ -133,8 +133,8 @@ def _resolved(filename: str) -> str:
 
 def _part(summary: traceback.StackSummary, first: int) -> str:
     """Which of the user's pieces raised: the Dataset (read in this process), the step, or the job's code."""
-    torch = sys.modules.get("torch")  # a traceback through torch's fetch has torch imported
-    fetch = str(Path(torch.__file__).resolve().parent / "utils" / "data" / "_utils" / "fetch.py") if torch else None
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)  # a traceback through torch's fetch: imported
+    fetch = str(Path(torch_file).resolve().parent / "utils" / "data" / "_utils" / "fetch.py") if torch_file else None
     if fetch and any(_resolved(f.filename) == fetch for f in summary[:first]):
         return "its Dataset"
     names = [f.name for f in summary[:first]]
