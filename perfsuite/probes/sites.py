@@ -66,24 +66,53 @@ class Sites:
         self.boundary = tuple(p for p in self.harness if p not in (self.warnings_py, contextlib.__file__))
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
         self._users: dict[str, bool] = {}  # path -> whether find_users takes it as the user's code
+        self._library: dict[str, bool] = {}  # path -> whether find passes it over for a user frame further out
+        self.package = package + os.sep
 
     def find(self, frame: Any) -> tuple[str, bool]:
-        """(site "path:line", issued directly by that site rather than by torch internals)."""
-        direct = True
+        """(site "path:line", issued directly by that site rather than by torch internals or a library).
+
+        The user's own frame first: a frame of the standard library or an installed package (CPython's
+        ``multiprocessing/queues.py:122``, a package's augmentation) is passed over while a frame of the user's
+        code calls it from further out, and is the site only when none does (the walk stops where perfsuite's
+        harness called in: a queue's feeder thread has no user frame).
+        """
+        direct, context = True, None  # context: the innermost library frame met, with what direct was there
         while frame is not None:
             path = frame.f_code.co_filename
             if path.startswith(self.torch_dir):
                 if path[len(self.torch_dir) :] not in _PLUMBING:
                     direct = False
-            elif not path.startswith(self.harness):
-                site = f"{_short(path)}:{frame.f_lineno}"
-                if site not in self._origin:
-                    linecache.checkcache(path)  # the file as it is now: a script edited between two runs
-                    code = frame.f_code
-                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
-                return site, direct
+            elif path.startswith(self.harness):
+                if context is not None and path.startswith(self.boundary):
+                    break
+            elif self._is_library(path):
+                context = context or (frame, direct)
+                direct = False
+            else:
+                return self._site(frame), direct
             frame = frame.f_back
+        if context is not None:
+            return self._site(context[0]), context[1]
         return "<unknown>", direct
+
+    def _is_library(self, path: str) -> bool:
+        """The standard library's or an installed package's file, not perfsuite's own (installed or not)."""
+        known = self._library.get(path)
+        if known is None:
+            known = path.startswith(LIBRARY_ROOTS) and not path.startswith(self.package)
+            self._library[path] = known
+        return known
+
+    def _site(self, frame: Any) -> str:
+        """``path:line`` for a frame, remembering its file and function for :meth:`identity`."""
+        path = frame.f_code.co_filename
+        site = f"{_short(path)}:{frame.f_lineno}"
+        if site not in self._origin:
+            linecache.checkcache(path)  # the file as it is now: a script edited between two runs
+            code = frame.f_code
+            self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
+        return site
 
     def find_users(self, frame: Any, callee: str = "") -> tuple[str, str]:
         """(site, what the site called) for work done deep inside libraries: the innermost frame that is neither
@@ -103,11 +132,7 @@ class Sites:
                 ours = not (path.startswith(self.not_users) or path.startswith("<"))
                 self._users[path] = ours
             if ours:
-                site = f"{_short(path)}:{frame.f_lineno}"
-                if site not in self._origin:
-                    linecache.checkcache(path)
-                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
-                return site, called
+                return self._site(frame), called
             called = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
             below, frame = frame, frame.f_back
         if below is None:
