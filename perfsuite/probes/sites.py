@@ -15,6 +15,9 @@ revisions by those (:mod:`perfsuite.judge.sites`), never by line.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
 import io
 import linecache
 import os
@@ -228,9 +231,12 @@ def code_site(op: str, path: str, line: int, function: str, count: float) -> Sit
     return SiteCount(op, f"{_short(path)}:{line}", count, "step", function, normalise(linecache.getline(path, line)))
 
 
-# Where each object perfsuite watches was built (a DataLoader: the script's ``DataLoader(...)`` line), recorded
-# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script).
+# Where each DataLoader was built (the user's ``DataLoader(...)`` line), recorded by the hook on its constructor
+# (:func:`note_built_loaders`), whoever built it and whenever: a script, a Job factory, or a module that builds a
+# ready-made Job before perfsuite runs it.
 _BUILT_AT: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_HOOKED = "__perfsuite_notes_built__"  # set on the hooked constructor: the hook is installed once
+_DATALOADER_MODULE = "torch.utils.data.dataloader"
 
 
 def record_built(obj: Any, frame: Any, sites: Sites) -> None:
@@ -242,26 +248,73 @@ def record_built(obj: Any, frame: Any, sites: Sites) -> None:
         _BUILT_AT[obj] = {"site": site, **sites.identity(site)}
 
 
-@contextlib.contextmanager
-def noting_built_loaders() -> Any:
-    """While open, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`); put back after.
+def _hook(loader_class: Any) -> None:
+    """Wrap ``loader_class.__init__`` once so that each construction notes its line; nothing else changes."""
+    construct = loader_class.__init__
+    if getattr(construct, _HOOKED, False):
+        return
+    sites: list[Sites] = []  # made at the first construction (torch is imported by then)
+    harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness") + os.sep
 
-    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script), and
-    so does a Job factory (perfsuite.jobs.contract.call_factory). Nothing the loader does changes.
-    """
-    from torch.utils.data import DataLoader
-
-    construct, sites = DataLoader.__init__, Sites()
-
+    @functools.wraps(construct)  # inspect.signature still reads torch's (perfsuite.harness.loader_args binds it)
     def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
-        record_built(loader, sys._getframe(1), sites)
+        frame: Any = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(harness):  # another hook of the harness
+            frame = frame.f_back
+        if frame is not None:
+            if not sites:
+                sites.append(Sites())
+            record_built(loader, frame, sites[0])
         construct(loader, *args, **kwargs)
 
-    DataLoader.__init__ = noted_init  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        DataLoader.__init__ = construct  # type: ignore[method-assign]
+    setattr(noted_init, _HOOKED, True)
+    loader_class.__init__ = noted_init
+
+
+class _AfterDataLoaderImport(importlib.abc.MetaPathFinder):
+    """Hooks the DataLoader class as its module is first imported (perfsuite is imported before torch is)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _DATALOADER_MODULE:
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)  # once: the class is hooked from here on
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            run_module(module)
+            _hook(module.DataLoader)
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+def note_built_loaders() -> None:
+    """From now on, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`).
+
+    Installed when perfsuite is imported (``perfsuite/__init__.py``), so a ready-made ``Job`` whose module
+    imports perfsuite and then builds its DataLoader is seen as well as a factory's or a script's: a loader
+    keeps no record of where it was built, and once built its line cannot be found. torch is not imported for
+    this: while torch's DataLoader module is not loaded, an import hook waits for it (one name compared per
+    import). A loader built before perfsuite was imported is not seen: its settings findings name no line.
+    The hook only notes the caller's frame (a weak reference to the loader); what the loader does is unchanged.
+    """
+    module = sys.modules.get(_DATALOADER_MODULE)
+    if module is not None and hasattr(module, "DataLoader"):
+        _hook(module.DataLoader)
+    elif not any(isinstance(f, _AfterDataLoaderImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterDataLoaderImport())
+
+
+@contextlib.contextmanager
+def noting_built_loaders() -> Any:
+    """Each ``DataLoader(...)`` built while open (and after: :func:`note_built_loaders`) notes its line."""
+    note_built_loaders()
+    yield
 
 
 def built_at(obj: Any) -> dict[str, str]:
