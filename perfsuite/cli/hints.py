@@ -15,6 +15,8 @@ from typing import Any
 # The watchdog's settings the CLI takes, by their name in perfsuite.core.options.
 WATCHDOG_OPTIONS = ("loader_timeout", "deadline_warmup", "deadline_floor", "deadline_factor")
 _PYTEST_FLAG = re.compile(r"--perfsuite-([a-z][a-z-]*)")
+# A setting a hint names in the API's words (RunSpec's, the plugin fixture's): "declare target_samples_per_s".
+_DECLARE = re.compile(r"\bdeclare ([a-z][a-z_]*)\b")
 
 
 def cli_flag(name: str) -> str:
@@ -51,10 +53,15 @@ def watchdog_from_args(args: argparse.Namespace, base: Any = None) -> Any:
 
 
 def for_command(text: str, args: argparse.Namespace) -> str:
-    """``text`` with each ``--perfsuite-NAME`` the command also takes as ``--NAME`` written that way."""
+    """``text`` with each ``--perfsuite-NAME`` the command also takes as ``--NAME`` written that way, and each
+    ``declare NAME`` (a setting in the API's words) as ``pass --NAME R`` where the command takes it."""
 
     def swap(match: re.Match[str]) -> str:
         name = match.group(1).replace("-", "_")
         return cli_flag(name) if hasattr(args, name) else match.group(0)
 
-    return _PYTEST_FLAG.sub(swap, text)
+    def declare(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return f"pass {cli_flag(name)} R" if hasattr(args, name) else match.group(0)
+
+    return _DECLARE.sub(declare, _PYTEST_FLAG.sub(swap, text))
