@@ -65,3 +65,37 @@ def for_command(text: str, args: argparse.Namespace) -> str:
         return f"pass {cli_flag(name)} R" if hasattr(args, name) else match.group(0)
 
     return _DECLARE.sub(declare, _PYTEST_FLAG.sub(swap, text))
+
+
+# What a hint in pytest's words (the plugin, where most runs start) says for two Results of `perfsuite exec`:
+# exec takes --steps and --out; it keeps one run per file, and `perfsuite ab` runs pytest's tests, not scripts.
+_RERUN = "both scripts run again, one after the other, on a quiet machine (perfsuite exec --out FILE)"
+_AB = r"`perfsuite ab[^`]*`(?: \([^)]*\)| for interleaved runs)?"
+_BASE_RUNS = r"several base runs \(--perfsuite-save --perfsuite-baseline-runs \d+\)"
+_EXEC_WORDS = (
+    (re.compile(rf"a quieter runner, {_BASE_RUNS}, or {_AB}"), _RERUN),
+    (re.compile(r"\(--steps (\d+), or --perfsuite-steps \d+\)"), r"(perfsuite exec --steps \1, for both scripts)"),
+    (re.compile(r"\(--steps, or --perfsuite-steps\)"), "(perfsuite exec --steps N, for both scripts)"),
+    (re.compile(_AB), _RERUN),
+    (re.compile(r"\bcompare with perfsuite ab\b"), _RERUN),
+    (re.compile(_BASE_RUNS), "the base script run again there (perfsuite exec --out FILE)"),
+    (
+        re.compile(r"record \d+ more \(nox -s baseline, or perfsuite run --repeat \d+ --out base\.json\)"),
+        "a script's Result holds one run, so only a change beyond the run's own spread is decided; " + _RERUN,
+    ),
+    (
+        re.compile(r"re-record the baseline with this perfsuite \(--perfsuite-save\)"),
+        "run the base script again with this perfsuite (perfsuite exec --out BASE.json)",
+    ),
+    (re.compile(r"--perfsuite-steps (\d+)"), r"perfsuite exec --steps \1"),
+)
+
+
+def for_exec_results(text: str | None) -> str | None:
+    """``text`` (a verdict's message or reason, or a hint) in the words of ``perfsuite exec``, for two Results
+    of it compared: the options it takes, where pytest's were named."""
+    if not text:
+        return text
+    for pattern, words in _EXEC_WORDS:
+        text = pattern.sub(words, text)
+    return text
