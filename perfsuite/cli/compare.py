@@ -79,8 +79,10 @@ def _wording(verdicts: list, heads: dict) -> Callable[[str | None], str | None]:
 
 
 def _reworded(verdict: Verdict, wording: Callable[[str | None], str | None]) -> Verdict:
-    fields = {k: wording(getattr(verdict, k)) for k in ("message", "cause", "unjudged")}
-    return dataclasses.replace(verdict, **fields)
+    message = wording(verdict.message) or verdict.message
+    return dataclasses.replace(
+        verdict, message=message, cause=wording(verdict.cause), unjudged=wording(verdict.unjudged)
+    )
 
 
 def _refused(exc: BaseException, err: TextIO) -> int:
