@@ -6,7 +6,8 @@ line as "gone" and the same line as "new". So a file's name never depends on the
 - an installed package's or the standard library's file is named from its package on
   (``torch/utils/data/_utils/collate.py``, ``multiprocessing/queues.py``), without the virtualenv's path;
 - a project's file is named relative to the project's root: the git top level that holds it, else the folder
-  of the script being run (:func:`anchored_at`, set by ``perfsuite exec``);
+  of the script being run (:func:`anchored_at`, set by ``perfsuite exec``) or of the module the job was
+  imported from (:func:`job_imported_from`, set by ``--import``);
 - any other file keeps its absolute path (only a file outside any project: it is the same from every directory).
 
 Libraries and perfsuite are told by where they are installed (``sysconfig``, ``site``), never by a folder's
@@ -23,6 +24,7 @@ import sysconfig
 from collections.abc import Iterator
 
 _anchor: list[str] = []  # the script's folder while perfsuite runs a script: the root of a project without git
+_job_folder: list[str] = []  # the folder of the module a command imported its job from (perfsuite run --import)
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -68,7 +70,7 @@ def project_root(path: str) -> str | None:
     top = git_top(os.path.dirname(absolute))
     if top is not None:
         return top
-    anchor = _anchor[-1] if _anchor else None
+    anchor = _anchor[-1] if _anchor else _job_folder[-1] if _job_folder else None
     if anchor is not None and absolute.startswith(anchor.rstrip(os.sep) + os.sep):
         return anchor
     return None
@@ -98,3 +100,10 @@ def anchored_at(folder: str | os.PathLike[str]) -> Iterator[None]:
         yield
     finally:
         _anchor.pop()
+
+
+def job_imported_from(module_file: str | None) -> None:
+    """The folder of the module a command imported its job from (``--import``): the root of its files outside
+    any git repository, for the rest of the process (a command runs the jobs it imported)."""
+    if module_file:
+        _job_folder[:] = [os.path.dirname(os.path.abspath(module_file))]

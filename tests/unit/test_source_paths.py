@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import perfsuite
+from perfsuite.core import source_paths
 from perfsuite.core.results import Result
 from perfsuite.core.source_paths import anchored_at, source_path
 from perfsuite.harness.runner import RunSpec, run
@@ -115,3 +116,23 @@ def test_a_file_outside_any_repository_is_named_from_the_scripts_folder(tmp_path
     with anchored_at(script.parent):
         assert source_path(str(script)) == "train.py"
         assert source_path(sys.executable) != "train.py"
+
+
+def test_a_job_module_outside_any_repository_names_its_files_from_its_folder(tmp_path, monkeypatch):
+    """``perfsuite run --import my_jobs`` in a folder without git: the job's files from that folder, from any
+    working directory (perfsuite.cli.common.import_modules)."""
+    from perfsuite.cli.common import import_modules
+
+    monkeypatch.setattr(source_paths, "_job_folder", [])
+    folder = tmp_path / "jobs"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "my_jobs_56.py").write_text("")
+    helper = folder / "lib" / "helper.py"
+    helper.write_text("")
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert source_path(str(helper)) == str(helper)  # before: nothing to name it from
+    import_modules(["my_jobs_56"])
+    monkeypatch.delitem(sys.modules, "my_jobs_56")
+    monkeypatch.chdir(tmp_path)
+    assert source_path(str(helper)) == os.path.join("lib", "helper.py")
