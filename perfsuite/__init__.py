@@ -124,3 +124,9 @@ __all__ = [
     "WorkloadError",
     *_LAZY,
 ]
+
+# Each DataLoader built from now on notes the line that builds it, so a ready-made Job's settings findings name
+# it (perfsuite.probes.sites.note_built_loaders; torch is not imported for it).
+from perfsuite.probes.sites import note_built_loaders as _note_built_loaders  # noqa: E402
+
+_note_built_loaders()

@@ -70,7 +70,12 @@ def _split(args: argparse.Namespace) -> list[str]:
     """The command after ``--``; options written after GOOD BAD (argparse hands them over with the command)
     are parsed into ``args``."""
     rest = list(args.command)
-    before, command = (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
+    if "--" in rest:
+        before, command = rest[: rest.index("--")], rest[rest.index("--") + 1 :]
+    elif rest and not rest[0].startswith("-"):  # GOOD BAD -- python ...: argparse took the `--`; all is the command
+        before, command = [], rest
+    else:
+        before, command = rest, []
     _options_parser().parse_args(before, namespace=args)
     return command
 
@@ -81,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
 
     command = _split(args)
     if not args.metric:
-        raise PerfsuiteError("bisect: name the metric, e.g. --metric syncs_per_step")
+        raise PerfsuiteError(
+            "bisect: --metric is missing: name the metric that moved, an exact counter (syncs_per_step, "
+            "ops_per_step...) or a timing (step_ms), "
+            f"e.g. perfsuite bisect {args.good} {args.bad} --metric syncs_per_step "
+            + (f"-- {' '.join(command)}" if command else f"--test {args.test}" if args.test else "-- python train.py")
+        )
     if bool(command) == bool(args.test):
         raise PerfsuiteError("bisect: give a command after -- (python train.py ARGS) or --test ID, one of the two")
     mode = check_metric(args.metric)

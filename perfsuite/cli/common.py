@@ -53,9 +53,11 @@ def import_modules(names: Sequence[str]) -> None:
 
     if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    from perfsuite.core.source_paths import job_imported_from
+
     for name in names:
         try:
-            importlib.import_module(name)
+            job_imported_from(getattr(importlib.import_module(name), "__file__", None))
         except SyntaxError as exc:  # one line where it is, as Python's own first line of it; no traceback
             where = f"{exc.filename}:{exc.lineno}" if exc.filename else name
             raise PerfsuiteError(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR
+from perfsuite.judge.verdict import DEFAULT_ALPHA, DEFAULT_FACTOR, Verdict
 from perfsuite.report.compare import judge_paths
+from perfsuite.report.hints import worded
 
 HELP = "compare results or baseline directories: a table at a terminal, markdown for PRs"
 DESCRIPTION = (
@@ -56,12 +59,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the compare command; 0 clean, 1 something regressed or failed, 2 bad input."""
-    from perfsuite.report import verdicts as report
-
     out, err = out or sys.stdout, err or sys.stderr
     notes: list[str] = []
     try:
         verdicts, heads = judge_paths(args.base, args.head, args.factor, args.alpha, args.force, notes)
+    except (PerfsuiteError, OSError) as exc:
+        return _refused(exc, err)
+    wording = _wording(verdicts, heads)
+    with worded(wording):
+        return _report([_reworded(v, wording) for v in verdicts], heads, notes, args, out, err)
+
+
+def _wording(verdicts: list, heads: dict) -> Callable[[str | None], str | None]:
+    """The words of the hints: exec's flags for two Results of `perfsuite exec`, else pytest's as written."""
+    from perfsuite.cli.hints import for_exec_results
+    from perfsuite.jobs.script import ran_a_script
+
+    return for_exec_results if heads and all(ran_a_script(r) for r in heads.values()) else (lambda text: text)
+
+
+def _reworded(verdict: Verdict, wording: Callable[[str | None], str | None]) -> Verdict:
+    message = wording(verdict.message) or verdict.message
+    return dataclasses.replace(
+        verdict, message=message, cause=wording(verdict.cause), unjudged=wording(verdict.unjudged)
+    )
+
+
+def _refused(exc: BaseException, err: TextIO) -> int:
+    from perfsuite.cli.main import os_error_text
+
+    told = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+    print(f"perfsuite compare: error: {told}", file=err)
+    return 2
+
+
+def _report(verdicts: list, heads: dict, notes: list[str], args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from perfsuite.report import verdicts as report
+
+    try:
         written = []
         if args.png:
             written.append(f"wrote {report.write_png(verdicts, args.png, heads)} (chart of the ratios)")
@@ -76,11 +111,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                 raise PerfsuiteError(f"--markdown {args.markdown} exists; remove it or give another file") from None
             written.append(f"wrote {args.markdown} (markdown for a PR comment)")
     except (PerfsuiteError, OSError) as exc:
-        from perfsuite.cli.main import os_error_text
-
-        told = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-        print(f"perfsuite compare: error: {told}", file=err)
-        return 2
+        return _refused(exc, err)
     from perfsuite.report.terminal import folded_note
 
     for note in notes:  # folded like the table after it (a contention note was one line of 216-268 characters)

@@ -48,6 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="refused here (a script's batches do not show which samples its flip mirrored): check the flip's "
         "swap with perfsuite check --flip-pairs A:B,... -- python train.py",
     )
+    p.add_argument(
+        "--target-samples-per-s",
+        type=float,
+        metavar="R",
+        help="the samples/s the loader must feed: loader_headroom is judged against it (a script's run has no "
+        "speed of light to compare with)",
+    )
     p.add_argument("--name", help="the name Results use (default: the command after --)")
     p.add_argument("--json", action="store_true", help="print the Result as JSON (the script's own output: stderr)")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the Result as JSON to FILE (for perfsuite compare)")
@@ -108,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     steps, warmup, observe_steps = run_lengths("smoke", args.steps, args.warmup, args.observe_steps)
     spec = RunSpec(
         script,
+        target_samples_per_s=args.target_samples_per_s,
         steps=steps,
         warmup=warmup,
         observe_steps=observe_steps,
@@ -139,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
     if args.json and result.script is not None:  # the table says it; JSON on stdout, so say it here too
         print(f"perfsuite exec: {result.script.describe()}", file=sys.stderr)
-    print(result.to_json() if args.json else _table(result))
+    from perfsuite.cli.hints import for_command
+
+    print(result.to_json() if args.json else for_command(_table(result), args))  # the hints in exec's flags
     return 0
 
 

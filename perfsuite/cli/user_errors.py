@@ -11,6 +11,7 @@ the user's appears nowhere) is perfsuite's own bug and keeps its full traceback.
 from __future__ import annotations
 
 import re
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,7 +93,7 @@ def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
     phase, steps = None, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_name == "run" and code.co_filename.endswith(str(Path("harness", "runner.py"))):
+        if code.co_name == "run" and _resolved(code.co_filename) == _RUNNER:
             local = tb.tb_frame.f_locals
             state = local.get("driver", None)  # the phases' state lives on the driver (perfsuite.harness.driver)
             if state is None or not isinstance(getattr(state, "phase", None), str):
@@ -118,10 +119,23 @@ def _before_the_run(tb: TracebackType | None) -> str:
     return "before the run"
 
 
+# perfsuite's and torch's files told by where the packages are, never by a folder's name (a clone named
+# perfsuite/ holds torch too, in its .venv/)
+_RUNNER = str(Path(PERFSUITE_DIR, "harness", "runner.py"))
+
+
+def _resolved(filename: str) -> str:
+    try:
+        return str(Path(filename).resolve())
+    except OSError:
+        return filename
+
+
 def _part(summary: traceback.StackSummary, first: int) -> str:
     """Which of the user's pieces raised: the Dataset (read in this process), the step, or the job's code."""
-    before = [f.filename.replace("\\", "/") for f in summary[:first]]
-    if any(name.endswith("torch/utils/data/_utils/fetch.py") for name in before):
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)  # a traceback through torch's fetch: imported
+    fetch = str(Path(torch_file).resolve().parent / "utils" / "data" / "_utils" / "fetch.py") if torch_file else None
+    if fetch and any(_resolved(f.filename) == fetch for f in summary[:first]):
         return "its Dataset"
     names = [f.name for f in summary[:first]]
     if "step" in names:

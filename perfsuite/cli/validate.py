@@ -232,6 +232,8 @@ def _check_exec(args: argparse.Namespace) -> None:
 
         LoaderChoice.parse(args.loader)  # the form (NAME, NAME#N, N >= 1); which loaders exist shows as it runs
     at_least("--num-classes", args.num_classes, 1)
+    if args.target_samples_per_s is not None:
+        above("--target-samples-per-s", args.target_samples_per_s, 0)
     outputs("exec", args)
 
 

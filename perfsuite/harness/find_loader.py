@@ -51,12 +51,12 @@ class TrainingLoader:
 
 
 def _loss_ignore_index(frame: Any, criterion: str | None) -> int | None:
-    from perfsuite.harness.script import find_objects
+    from perfsuite.harness.script import find_objects, is_runpy
 
     package = str(Path(__file__).resolve().parents[1]) + os.sep
     frames = []
     while frame is not None:
-        if os.path.basename(frame.f_code.co_filename) == "runpy.py" or frame.f_code.co_filename == "<frozen runpy>":
+        if is_runpy(frame.f_code.co_filename):
             break
         if not frame.f_code.co_filename.startswith(package):
             frames.append(frame)

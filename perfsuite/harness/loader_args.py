@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfsuite.core.source_paths import source_path
 from perfsuite.errors import PerfsuiteError
 
 # The arguments perfsuite may set on the training loader (batch_size only where the script gives no batch_sampler).
@@ -47,9 +48,10 @@ class Site:
 
 
 def _short(path: str) -> str:
-    """The path relative to the working directory when it lies below it, else as it is."""
+    """The path relative to its project's root (:func:`perfsuite.core.source_paths.source_path`): the same from
+    every working directory."""
     try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+        return source_path(path)
     except ValueError:  # another drive
         return path
 

@@ -53,6 +53,7 @@ from typing import Any
 
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import ScriptStop
+from perfsuite.core.source_paths import anchored_at
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
@@ -73,7 +74,7 @@ def _script_frames(frame: Any) -> list[Any]:
     out = []
     while frame is not None:
         path = frame.f_code.co_filename
-        if _is_runpy(path) or path == runpy.__file__:
+        if is_runpy(path):
             break
         if not path.startswith(_PACKAGE):
             out.append(frame)
@@ -321,8 +322,9 @@ def as_main(script: Script) -> Iterator[None]:
                 del sys.modules[name]
 
 
-def _is_runpy(filename: str) -> bool:
-    return filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
+def is_runpy(filename: str) -> bool:
+    """runpy's own frames, told by runpy's file (a user's script may be named runpy.py too)."""
+    return filename in ("<frozen runpy>", runpy.__file__)
 
 
 def _trimmed_traceback(exc: BaseException) -> str:
@@ -331,7 +333,7 @@ def _trimmed_traceback(exc: BaseException) -> str:
     todo = [te]
     while todo:
         current = todo.pop()
-        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not _is_runpy(f.filename)]
+        kept = [f for f in current.stack if not f.filename.startswith(_PACKAGE) and not is_runpy(f.filename)]
         current.stack = traceback.StackSummary.from_list(kept)
         todo += [c for c in (current.__cause__, current.__context__) if c is not None]
     return "".join(te.format())
@@ -367,8 +369,12 @@ def drive_script(script: Script, spec: Any, probes: Sequence[Probe]) -> ScriptRu
         raise ScriptError(f"mutate= cannot apply to script {script.label!r}: perfsuite runs the script as it is")
     source = _ScriptSource(script, spec)
     source.driver = Driver(spec, probes, source, dog=Watchdog(spec.watchdog, loader=source))
+    # a script outside any git repository: its sites are named relative to its own folder (a module's: the
+    # working directory it is found from), the same from every directory (perfsuite.core.source_paths)
+    folder = script.path.parent if script.path is not None else Path.cwd()
     try:
-        return _drive(script, spec, probes, source)
+        with anchored_at(folder):
+            return _drive(script, spec, probes, source)
     except Exception as exc:  # torch's SIGCHLD handler raises a worker's death in whatever code runs then
         death = worker_death(exc)
         if death is None:

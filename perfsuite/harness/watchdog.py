@@ -48,6 +48,7 @@ import contextlib
 import ctypes
 import faulthandler
 import functools
+import importlib.util
 import multiprocessing
 import os
 import shutil
@@ -437,6 +438,12 @@ def _own_stacks() -> str:
         return fh.read().rstrip()
 
 
+def _torch_dir() -> str:
+    """torch's folder, found without importing it (this module loads before a job imports torch)."""
+    spec = importlib.util.find_spec("torch")
+    return os.path.dirname(os.path.abspath(spec.origin)) if spec is not None and spec.origin else "<no torch>"
+
+
 @dataclass(frozen=True)
 class Place:
     """Where the main thread was when a phase expired: ``step``, ``main thread`` or (waiting on the loader)
@@ -447,13 +454,16 @@ class Place:
     waiting: bool = False
 
 
-_LOADER_FILE = os.path.join("torch", "utils", "data", "dataloader.py")
-_STEP_FRAMES = (os.path.join("perfsuite", "jobs", "contract.py"), os.path.join("perfsuite", "harness", "pipeline.py"))
+_HARNESS = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(_HARNESS)
+# torch's and perfsuite's files told by where the packages are, never by a folder's name: a clone named
+# perfsuite/ holds torch too (in its .venv/)
+_LOADER_FILE = os.path.join(_torch_dir(), "utils", "data", "dataloader.py")
+_STEP_FRAMES = (os.path.join(_PACKAGE, "jobs", "contract.py"), os.path.join(_HARNESS, "pipeline.py"))
 _LIBRARY_DIRS = tuple(
     os.path.normpath(p)
     for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
 )
-_HARNESS = os.path.dirname(os.path.abspath(__file__))
 # perfsuite's own machinery around a step: never "the job's code" in a message
 _MACHINERY = tuple(
     os.path.join(_HARNESS, f"{name}.py") for name in ("runner", "watchdog", "workers", "interrupts", "batches")
@@ -478,7 +488,7 @@ def _user_frame(frame: FrameType) -> bool:
     name = os.path.normpath(frame.f_code.co_filename)
     if name.startswith("<") or name in _MACHINERY:
         return False
-    return not any(name.startswith(d + os.sep) for d in _LIBRARY_DIRS) or os.sep + "perfsuite" + os.sep in name
+    return not any(name.startswith(d + os.sep) for d in _LIBRARY_DIRS) or name.startswith(_PACKAGE + os.sep)
 
 
 def locate(frame: FrameType | None) -> Place:
@@ -487,8 +497,8 @@ def locate(frame: FrameType | None) -> Place:
     Passive (it only reads frames), so nothing about the run changes.
     """
     frames = _frames(frame)
-    in_loader = any(f.f_code.co_filename.endswith(_LOADER_FILE) for f in frames)
-    in_step = any(f.f_code.co_name == "step" and f.f_code.co_filename.endswith(_STEP_FRAMES) for f in frames)
+    in_loader = any(os.path.abspath(f.f_code.co_filename) == _LOADER_FILE for f in frames)
+    in_step = any(f.f_code.co_name == "step" and os.path.abspath(f.f_code.co_filename) in _STEP_FRAMES for f in frames)
     own = [f for f in frames if _user_frame(f)]
     site = _site(own[0]) if own else (_site(frames[0]) if frames else "")
     if in_loader:

@@ -15,6 +15,9 @@ revisions by those (:mod:`perfsuite.judge.sites`), never by line.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
 import io
 import linecache
 import os
@@ -25,6 +28,8 @@ import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from perfsuite.core.source_paths import LIBRARY_ROOTS, library_relative, source_path
 
 # torch files that only route a call to its implementation: a call passing only through
 # these was issued by the caller itself.
@@ -59,29 +64,58 @@ class Sites:
             contextlib.__file__,
         )
         # what find_users never takes for the user's code: torch, the harness, the standard library, packages
-        self.not_users = (self.torch_dir, *self.harness, *_library_dirs())
+        self.not_users = (self.torch_dir, *self.harness, *LIBRARY_ROOTS)
         # where perfsuite's own code calls into the user's: find_users looks no further out
         self.boundary = tuple(p for p in self.harness if p not in (self.warnings_py, contextlib.__file__))
         self._origin: dict[str, tuple[str, str]] = {}  # site -> (absolute path, function's qualified name)
         self._users: dict[str, bool] = {}  # path -> whether find_users takes it as the user's code
+        self._library: dict[str, bool] = {}  # path -> whether find passes it over for a user frame further out
+        self.package = package + os.sep
 
     def find(self, frame: Any) -> tuple[str, bool]:
-        """(site "path:line", issued directly by that site rather than by torch internals)."""
-        direct = True
+        """(site "path:line", issued directly by that site rather than by torch internals or a library).
+
+        The user's own frame first: a frame of the standard library or an installed package (CPython's
+        ``multiprocessing/queues.py:122``, a package's augmentation) is passed over while a frame of the user's
+        code calls it from further out, and is the site only when none does (the walk stops where perfsuite's
+        harness called in: a queue's feeder thread has no user frame).
+        """
+        direct, context = True, None  # context: the innermost library frame met, with what direct was there
         while frame is not None:
             path = frame.f_code.co_filename
             if path.startswith(self.torch_dir):
                 if path[len(self.torch_dir) :] not in _PLUMBING:
                     direct = False
-            elif not path.startswith(self.harness):
-                site = f"{_short(path)}:{frame.f_lineno}"
-                if site not in self._origin:
-                    linecache.checkcache(path)  # the file as it is now: a script edited between two runs
-                    code = frame.f_code
-                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
-                return site, direct
+            elif path.startswith(self.harness):
+                if context is not None and path.startswith(self.boundary):
+                    break
+            elif self._is_library(path):
+                context = context or (frame, direct)
+                direct = False
+            else:
+                return self._site(frame), direct
             frame = frame.f_back
+        if context is not None:
+            return self._site(context[0]), context[1]
         return "<unknown>", direct
+
+    def _is_library(self, path: str) -> bool:
+        """The standard library's or an installed package's file, not perfsuite's own (installed or not)."""
+        known = self._library.get(path)
+        if known is None:
+            known = path.startswith(LIBRARY_ROOTS) and not path.startswith(self.package)
+            self._library[path] = known
+        return known
+
+    def _site(self, frame: Any) -> str:
+        """``path:line`` for a frame, remembering its file and function for :meth:`identity`."""
+        path = frame.f_code.co_filename
+        site = f"{_short(path)}:{frame.f_lineno}"
+        if site not in self._origin:
+            linecache.checkcache(path)  # the file as it is now: a script edited between two runs
+            code = frame.f_code
+            self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
+        return site
 
     def find_users(self, frame: Any, callee: str = "") -> tuple[str, str]:
         """(site, what the site called) for work done deep inside libraries: the innermost frame that is neither
@@ -101,11 +135,7 @@ class Sites:
                 ours = not (path.startswith(self.not_users) or path.startswith("<"))
                 self._users[path] = ours
             if ours:
-                site = f"{_short(path)}:{frame.f_lineno}"
-                if site not in self._origin:
-                    linecache.checkcache(path)
-                    self._origin[site] = (path, getattr(code, "co_qualname", code.co_name))
-                return site, called
+                return self._site(frame), called
             called = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
             below, frame = frame, frame.f_back
         if below is None:
@@ -201,9 +231,12 @@ def code_site(op: str, path: str, line: int, function: str, count: float) -> Sit
     return SiteCount(op, f"{_short(path)}:{line}", count, "step", function, normalise(linecache.getline(path, line)))
 
 
-# Where each object perfsuite watches was built (a DataLoader: the script's ``DataLoader(...)`` line), recorded
-# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script).
+# Where each DataLoader was built (the user's ``DataLoader(...)`` line), recorded by the hook on its constructor
+# (:func:`note_built_loaders`), whoever built it and whenever: a script, a Job factory, or a module that builds a
+# ready-made Job before perfsuite runs it.
 _BUILT_AT: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_HOOKED = "__perfsuite_notes_built__"  # set on the hooked constructor: the hook is installed once
+_DATALOADER_MODULE = "torch.utils.data.dataloader"
 
 
 def record_built(obj: Any, frame: Any, sites: Sites) -> None:
@@ -215,26 +248,73 @@ def record_built(obj: Any, frame: Any, sites: Sites) -> None:
         _BUILT_AT[obj] = {"site": site, **sites.identity(site)}
 
 
-@contextlib.contextmanager
-def noting_built_loaders() -> Any:
-    """While open, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`); put back after.
+def _hook(loader_class: Any) -> None:
+    """Wrap ``loader_class.__init__`` once so that each construction notes its line; nothing else changes."""
+    construct = loader_class.__init__
+    if getattr(construct, _HOOKED, False):
+        return
+    sites: list[Sites] = []  # made at the first construction (torch is imported by then)
+    harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness") + os.sep
 
-    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script), and
-    so does a Job factory (perfsuite.jobs.contract.call_factory). Nothing the loader does changes.
-    """
-    from torch.utils.data import DataLoader
-
-    construct, sites = DataLoader.__init__, Sites()
-
+    @functools.wraps(construct)  # inspect.signature still reads torch's (perfsuite.harness.loader_args binds it)
     def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
-        record_built(loader, sys._getframe(1), sites)
+        frame: Any = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(harness):  # another hook of the harness
+            frame = frame.f_back
+        if frame is not None:
+            if not sites:
+                sites.append(Sites())
+            record_built(loader, frame, sites[0])
         construct(loader, *args, **kwargs)
 
-    DataLoader.__init__ = noted_init  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        DataLoader.__init__ = construct  # type: ignore[method-assign]
+    setattr(noted_init, _HOOKED, True)
+    loader_class.__init__ = noted_init
+
+
+class _AfterDataLoaderImport(importlib.abc.MetaPathFinder):
+    """Hooks the DataLoader class as its module is first imported (perfsuite is imported before torch is)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _DATALOADER_MODULE:
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)  # once: the class is hooked from here on
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            run_module(module)
+            _hook(module.DataLoader)
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+def note_built_loaders() -> None:
+    """From now on, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`).
+
+    Installed when perfsuite is imported (``perfsuite/__init__.py``), so a ready-made ``Job`` whose module
+    imports perfsuite and then builds its DataLoader is seen as well as a factory's or a script's: a loader
+    keeps no record of where it was built, and once built its line cannot be found. torch is not imported for
+    this: while torch's DataLoader module is not loaded, an import hook waits for it (one name compared per
+    import). A loader built before perfsuite was imported is not seen: its settings findings name no line.
+    The hook only notes the caller's frame (a weak reference to the loader); what the loader does is unchanged.
+    """
+    module = sys.modules.get(_DATALOADER_MODULE)
+    if module is not None and hasattr(module, "DataLoader"):
+        _hook(module.DataLoader)
+    elif not any(isinstance(f, _AfterDataLoaderImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterDataLoaderImport())
+
+
+@contextlib.contextmanager
+def noting_built_loaders() -> Any:
+    """Each ``DataLoader(...)`` built while open (and after: :func:`note_built_loaders`) notes its line."""
+    note_built_loaders()
+    yield
 
 
 def built_at(obj: Any) -> dict[str, str]:
@@ -259,23 +339,20 @@ def normalise(line: str) -> str:
     return " ".join(text.split())
 
 
-def _library_dirs() -> tuple[str, ...]:
-    """The standard library's and installed packages' directories, as configured and as resolved."""
-    import sysconfig
-
-    from perfsuite.core.user_frames import LIBRARY_DIRS
-
-    configured = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(sorted({*(d.rstrip(os.sep) + os.sep for d in (*configured, *LIBRARY_DIRS))}))
-
-
 def _short(path: str) -> str:
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
+    """A site's file: relative to its project's root or from its package on, never to the working directory
+    (:func:`perfsuite.core.source_paths.source_path`)."""
+    return source_path(path)
 
 
 def short_path(where: str) -> str:
-    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv."""
+    """``.../site-packages/kornia/x.py:98`` -> ``kornia/x.py:98``: the package, not the virtualenv.
+
+    Sites are recorded so (:func:`_short`); a result recorded before, or on another machine, may still hold an
+    absolute path: a library folder of this interpreter is cut by where it is, another machine's by its name.
+    """
+    if os.path.isabs(where) and library_relative(where) is not None:
+        return library_relative(where) or where
     for marker in ("site-packages/", "dist-packages/"):
         if marker in where:
             return where.split(marker, 1)[1]

@@ -5,8 +5,10 @@ One source for the terminal tables and the markdown, so both say the same.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 
 from perfsuite.core import metrics as registry
 from perfsuite.judge.baseruns import NEEDS_RUNS
@@ -92,3 +94,24 @@ def legend(labels: list[str] | set[str] | tuple[str, ...]) -> list[str]:
     """``label: meaning`` for each known label among ``labels``, in the legend's order."""
     wanted = set(labels)
     return [f"{label}: {text}" for label, text in OUTCOME_LEGEND.items() if label in wanted]
+
+
+# How the hints are worded for the command whose Results are compared: pytest's options unless a command says
+# otherwise (perfsuite compare of two `perfsuite exec` Results: perfsuite.cli.hints.for_exec_results).
+_WORDING: ContextVar[Callable[[str | None], str | None] | None] = ContextVar("perfsuite_hint_wording", default=None)
+
+
+@contextlib.contextmanager
+def worded(reword: Callable[[str | None], str | None]) -> Iterator[None]:
+    """While open, :func:`reworded` hints pass through ``reword``."""
+    token = _WORDING.set(reword)
+    try:
+        yield
+    finally:
+        _WORDING.reset(token)
+
+
+def reworded(text: str | None) -> str | None:
+    """``text`` in the words of the command whose Results are compared (:func:`worded`)."""
+    reword = _WORDING.get()
+    return reword(text) if reword is not None else text

@@ -21,7 +21,7 @@ from rich.text import Text
 from perfsuite.core.results import Result
 from perfsuite.core.units import human, metric_value
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.hints import labels_of, legend, what_would_decide
+from perfsuite.report.hints import labels_of, legend, reworded, what_would_decide
 from perfsuite.report.verdicts import cut, ordered, summary_line
 
 STYLES = {
@@ -78,7 +78,7 @@ def _why(v: Verdict) -> str:
     if v.outcome in (Outcome.PASS, Outcome.UNCHANGED):
         return ""
     parts = [v.message + (f" — {v.cause}" if v.cause else "")]
-    hint = what_would_decide(v)
+    hint = reworded(what_would_decide(v))
     if hint:
         parts.append(hint)
     return "\n".join(parts)

@@ -15,7 +15,7 @@ from pathlib import Path
 from perfsuite.core.results import Result
 from perfsuite.core.units import metric_value
 from perfsuite.judge.verdict import Outcome, Verdict
-from perfsuite.report.hints import what_would_decide
+from perfsuite.report.hints import reworded, what_would_decide
 
 COLUMNS = ("test", "metric", "base", "head", "ratio", "verdict")
 # Markdown order: what needs a look first.
@@ -119,7 +119,9 @@ def format_markdown(verdicts: Sequence[Verdict], partial: str | None = None, pro
         cells[0] = f"`{cells[0]}`"
         if v.failed or v.outcome in (Outcome.INCONCLUSIVE, Outcome.UNAVAILABLE):
             note = v.message + (f" — {v.cause}" if v.cause else "")
-            hint = what_would_decide(v, shared=False)  # no shared-reason lines in a PR comment: each row says it
+            hint = reworded(
+                what_would_decide(v, shared=False)
+            )  # no shared-reason lines in a PR comment: each row says it
             note += f" <br>{hint}" if hint else ""
             cells[5] = f"**{cells[5]}** <br>{note}" if v.failed else f"{cells[5]} <br>{note}"
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")

@@ -6,16 +6,18 @@ went on being printed long after the layout moved that file. This check reads
 every recorded site in the project's own files and says which no longer hold
 their call: the file is gone, the line is past its end, or the line does not
 hold the op (its recorded code, when the probe kept it, or the op's call).
-Sites in installed libraries (site-packages, absolute paths) are not the
+Sites in installed libraries (named from their package on, or absolute) are not the
 project's code and are left alone: their lines move with the library's version.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from perfsuite.core.results import Metric, Result
+from perfsuite.core.source_paths import LIBRARY_ROOTS
 from perfsuite.probes.sites import line_of, normalise
 
 # What a line must hold to issue each op whose call is not spelled ``.name(`` (``Tensor.item`` -> ``.item(``).
@@ -53,6 +55,12 @@ def _sync_metrics(results: Mapping[str, Result]) -> list[tuple[str, Metric]]:
     return out
 
 
+def _library_file(site_path: str, file: Path) -> bool:
+    """A site in an installed package or the standard library: named from its package on (``kornia/x.py``),
+    found under this interpreter's library folders, not in the project (perfsuite.core.source_paths)."""
+    return not file.is_file() and any(os.path.isfile(os.path.join(lib, site_path)) for lib in LIBRARY_ROOTS)
+
+
 def stale_sites(results: Mapping[str, Result], root: Path) -> list[str]:
     """One line per recorded sync site in ``root``'s files that the code there no longer holds."""
     problems = []
@@ -60,9 +68,9 @@ def stale_sites(results: Mapping[str, Result], root: Path) -> list[str]:
         for entry in metric.detail.get("sites") or [] if metric.available else []:
             site, op = str(entry.get("site", "")), str(entry.get("op", ""))
             path, line = line_of(site)
-            if not line or Path(path).is_absolute() or "site-packages" in path:
-                continue
             file = root / path
+            if not line or Path(path).is_absolute() or "site-packages" in path or _library_file(path, file):
+                continue
             if not file.is_file():
                 problems.append(f"{key}: {op} at {site}: {path} does not exist")
                 continue

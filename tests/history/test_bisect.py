@@ -148,3 +148,18 @@ def test_timing_bisect_end_to_end_finds_a_slower_step(tmp_path: Path) -> None:
     assert set(probes) == {shas[1], shas[2]} and probes[shas[1]]["outcome"] == "same"
     runs = sum(p["runs"] for p in probes.values())
     assert len(list((tmp_path / "h").rglob("*.json"))) == runs  # every run recorded in the history
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [["--", "python", "train.py", "--epochs", "1"], ["--steps", "3", "--", "python", "train.py"], ["--test", "t::x"]],
+)
+def test_bisect_without_a_metric_says_the_metric_is_missing(rest: list[str], capsys) -> None:
+    """Issue 56 item 5: ``bisect GOOD BAD -- python train.py`` said "unrecognized arguments: python train.py"."""
+    from perfsuite.cli.main import main
+
+    assert main(["bisect", "v1", "v2", *rest]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized" not in err and "--metric is missing" in err, err
+    shown = " ".join(rest[rest.index("--") :] if "--" in rest else rest)
+    assert err.strip().endswith(f"e.g. perfsuite bisect v1 v2 --metric syncs_per_step {shown}"), err

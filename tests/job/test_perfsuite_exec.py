@@ -10,6 +10,7 @@ predictions every ``--log-every`` iterations). Each sync is reported at the scri
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -87,6 +88,8 @@ def test_exec_runs_the_guides_train_py_unchanged_with_its_sync_at_its_own_line(f
     assert "model BiSeNet, optimizer SGD, loss CrossEntropyLoss" in note
     printed = capsys.readouterr().out
     assert "epoch 0: loss" in printed and "sync site: Tensor.item (read) at" in printed  # the script, then ours
+    # a hint in exec's own flags (issue 56 item 5: "declare target_samples_per_s", a flag exec did not have)
+    assert "pass --target-samples-per-s R" in printed and "declare target_samples_per_s" not in printed
     assert main([*argv, "--", *command]) == 2  # --out exists: not overwritten unless asked
     assert "--overwrite" in capsys.readouterr().err
 
@@ -197,7 +200,7 @@ def test_the_cli_shows_the_scripts_own_traceback_and_exits_2(tmp_path, capsys):
     assert main(["exec", "--steps", "2", "--", "python", str(path)]) == 2
     err = capsys.readouterr().err
     assert f'File "{path}", line 4, in broken' in err and "ValueError: bad batch (4, 2)" in err
-    assert "perfsuite/" not in err.split("perfsuite: error:")[0]  # the script's frames only
+    assert os.path.dirname(perfsuite.__file__) not in err.split("perfsuite: error:")[0]  # the script's frames only
     assert "perfsuite: error:" in err and "raised ValueError" in err
 
 
@@ -245,6 +248,16 @@ def test_the_window_runs_without_modes_and_the_script_stops_cleanly(tmp_path):
     assert result.samples["sol_step_ms"] == [] and not eff.available and "not run for a script" in (eff.reason or "")
     assert result.script is not None and (result.script.batches, result.script.epochs) == (7, 4)
     assert torch.utils.data.DataLoader.__iter__ is before  # the hook is gone
+
+
+def test_exec_judges_the_loader_headroom_against_the_declared_rate(tmp_path, capsys):
+    path = tmp_path / "clean.py"
+    path.write_text(CLEAN)
+    argv = ["exec", "--steps", "2", "--warmup", "1", "--target-samples-per-s", "5", "--json", "--", "python"]
+    assert main([*argv, str(path)]) == 0
+    headroom = perfsuite.Result.from_json(capsys.readouterr().out).metric("loader_headroom")
+    assert headroom.available and headroom.detail["feeds"] is True, headroom
+    assert "declared target_samples_per_s=5" in str(headroom.detail), headroom.detail
 
 
 def test_a_script_cannot_take_knobs_or_mutations(tmp_path):

@@ -157,13 +157,35 @@ def test_the_harness_notes_the_line_that_builds_a_dataloader_and_the_probe_recor
     where = built_at(loader)
     assert where["site"].endswith(f"test_setting_facts.py:{line}")
     assert where["code"] == "loader = DataLoader(list(range(4)), batch_size=2)"
-    assert built_at(DataLoader(list(range(4)))) == {}  # built outside a script run: not seen
+    outside = DataLoader(list(range(4)))  # built outside a script run: seen too (a ready-made Job's loader)
+    assert built_at(outside)["code"] == "outside = DataLoader(list(range(4)))"
     probe = SettingsProbe()
     probe.setup(SimpleNamespace(job=SimpleNamespace(loader=loader)))  # type: ignore[arg-type]
     probe.start()
     env = probe.environment()["settings"]
     assert env["loader_built_at"] == where
     assert {k: env[k] for k in read_flags()} == read_flags()
+
+
+def _ready_made(workers: int) -> Any:
+    from perfsuite.jobs.contract import Job
+
+    loader = DataLoader(list(range(16)), batch_size=4, num_workers=workers)  # the line named
+    return Job(step=lambda batch: batch.float().mean().requires_grad_(), loader=loader, name="ready")
+
+
+def test_a_ready_made_job_s_dataloader_line_is_named_for_its_setting():
+    """Issue 56 item 4: a Job built before perfsuite runs it (not a factory), its loader built before too."""
+    from perfsuite.harness.runner import RunSpec, run
+
+    base, head = (
+        run(RunSpec(_ready_made(w), steps=2, warmup=0, observe_steps=0, sol_steps=0), probes=[SettingsProbe()])
+        for w in (2, 0)
+    )
+    line = next(n for n, text in enumerate(inspect.getsourcelines(_ready_made)[0]) if "the line named" in text)
+    site = f"test_setting_facts.py:{inspect.getsourcelines(_ready_made)[1] + line}"
+    message = by_metric(base, head)["num_workers"].message
+    assert f"{site} DataLoader(num_workers=2 -> 0)" in message, message
 
 
 def test_a_job_factory_s_dataloader_line_is_noted_too():
