@@ -202,7 +202,7 @@ def code_site(op: str, path: str, line: int, function: str, count: float) -> Sit
 
 
 # Where each object perfsuite watches was built (a DataLoader: the script's ``DataLoader(...)`` line), recorded
-# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script).
+# by the harness's hook on its constructor while a user's script runs (perfsuite.harness.script.drive).
 _BUILT_AT: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
@@ -219,7 +219,7 @@ def record_built(obj: Any, frame: Any, sites: Sites) -> None:
 def noting_built_loaders() -> Any:
     """While open, each ``DataLoader(...)`` notes the line that builds it (:func:`built_at`); put back after.
 
-    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script), and
+    The class's constructor, not a global hook: a user's script runs under it (perfsuite.harness.script.drive), and
     so does a Job factory (perfsuite.jobs.contract.call_factory). Nothing the loader does changes.
     """
     from torch.utils.data import DataLoader
