@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from perfsuite.core.metrics import MetricSpec
     from perfsuite.core.metrics import names as metric_names
     from perfsuite.core.metrics import register as register_metric
-    from perfsuite.harness.distributed import run_distributed
-    from perfsuite.harness.faults import FAULTS, get_fault
+    from perfsuite.harness.faults.catalog import FAULTS, get_fault
+    from perfsuite.harness.ranks.launch import run_distributed
     from perfsuite.harness.runner import RunSpec, run
     from perfsuite.jobs.contract import Job, LossHook
     from perfsuite.jobs.registry import get_workload, job_names, register_job, register_workload, workload_names
@@ -70,8 +70,8 @@ _LAZY = {
     "check_paired_augmentation": "perfsuite.augment.checks",
     "check_example": "perfsuite.augment.checks",
     "Declared": "perfsuite.augment.checks",
-    "FAULTS": "perfsuite.harness.faults",
-    "get_fault": "perfsuite.harness.faults",
+    "FAULTS": "perfsuite.harness.faults.catalog",
+    "get_fault": "perfsuite.harness.faults.catalog",
     "Sample": "perfsuite.jobs.workload",
     "MetricSpec": "perfsuite.core.metrics",
     "metric_names": "perfsuite.core.metrics:names",
@@ -80,7 +80,7 @@ _LAZY = {
     "compare_results": "perfsuite.judge.engine",
     "compare_timing": "perfsuite.judge.timing",
     "RunSpec": "perfsuite.harness.runner",
-    "run_distributed": "perfsuite.harness.distributed",
+    "run_distributed": "perfsuite.harness.ranks.launch",
     "run": "perfsuite.harness.runner",
     "Scale": "perfsuite.jobs.workload",
     "Workload": "perfsuite.jobs.workload",

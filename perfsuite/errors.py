@@ -137,7 +137,7 @@ class ScriptError(JobError):
 
 
 class RankError(PerfsuiteError):
-    """A rank of a run on several ranks failed or died (perfsuite.harness.distributed).
+    """A rank of a run on several ranks failed or died (perfsuite.harness.ranks.launch).
 
     ``rank`` names the first rank that failed (None when it cannot be told) and
     ``stacks`` holds each rank's Python stacks as dumped when the run was stopped.

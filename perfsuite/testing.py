@@ -160,11 +160,11 @@ def check_script_transform(
     labels; ``transform`` is ``--transform`` (default: the outermost call in ``dataset[i]`` that takes and returns
     the image and mask). Raises :class:`perfsuite.errors.PropertyViolation` (``.cause`` names the fault, ``.where``
     the fix at the line that did it) on the first broken property; returns the
-    :class:`perfsuite.harness.transform_check.CheckReport` of what was checked::
+    :class:`perfsuite.harness.script.transform_check.CheckReport` of what was checked::
 
         def test_my_augmentation():
             check_script_transform(perfsuite.Script(["train.py", "--data", "data"], num_classes=19))
     """
-    from perfsuite.harness.transform_check import check_script
+    from perfsuite.harness.script.transform_check import check_script
 
     return check_script(script, samples=samples, seeds=seeds, subpixel=subpixel, transform=transform)

@@ -2,7 +2,7 @@
 
     python scripts/ddp_figures.py [--rounds 3] [--repeats 3] [--sizes 10 25 50 150] [--out FILE]
 
-1. Scaling: ``perfsuite.harness.distributed.scaling`` on face_parsing (smoke, no DataLoader workers, batch 8
+1. Scaling: ``perfsuite.harness.ranks.launch.scaling`` on face_parsing (smoke, no DataLoader workers, batch 8
    per rank): ``--rounds`` interleaved launches on one rank and on two, each rank with the same threads.
 2. Stragglers: one launch of ``--repeats`` unchanged runs and, for each planted size in ``--sizes`` (ms), a sleep
    on rank 1 in its loader (collate_fn), on rank 0 at the start of its backward, and on rank 1 in its optimizer
@@ -40,7 +40,7 @@ def _plant(where: str, ms: int) -> Any:
         rank = dist.get_rank()
         seconds = ms / 1e3
         if where == "loader" and rank == 1:
-            from perfsuite.harness.faults import SlowCollate
+            from perfsuite.harness.faults.catalog import SlowCollate
 
             pipeline.loader.collate_fn = SlowCollate(1, seconds)
         elif where == "backward" and rank == 0:
@@ -97,7 +97,7 @@ def _spec(steps: int) -> Any:
 
 
 def scaling_part(rounds: int, steps: int) -> list[str]:
-    from perfsuite.harness.distributed import scaling
+    from perfsuite.harness.ranks.launch import scaling
 
     before = _load()
     started = time.monotonic()
@@ -130,7 +130,7 @@ def scaling_part(rounds: int, steps: int) -> list[str]:
 
 
 def straggler_part(repeats: int, sizes: list[int], steps: int) -> list[str]:
-    from perfsuite.harness.distributed import launch, rank_run
+    from perfsuite.harness.ranks.launch import launch, rank_run
 
     base = _spec(steps)
     keys, runs = [], []

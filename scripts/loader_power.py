@@ -20,7 +20,7 @@ The exact loader counters (perfsuite.probes.loadercount) are judged on the same 
 (the default) the B side adds calls (the compressor's), which the counters name; with ``--slowdown same`` both
 sides run the same code (the compressor on every sample) and only its input grows on the B side, the same code
 become slower, which the counters must not see and only CPU time can. The reference
-is a catch-table reference (perfsuite.harness.faults.REFERENCES), ``loader`` by default: seed 002's fixed
+is a catch-table reference (perfsuite.harness.faults.catalog.REFERENCES), ``loader`` by default: seed 002's fixed
 loader, whose per-sample cost (~0.15 ms) is the smallest of the suite, so the hardest to judge.
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perfsuite.core.tmpfiles import write_json_atomic
-from perfsuite.harness.faults import REFERENCES
+from perfsuite.harness.faults.catalog import REFERENCES
 from perfsuite.harness.runner import run
 from perfsuite.judge.engine import compare_results
 from perfsuite.tools.catch import run_reference, spec_for

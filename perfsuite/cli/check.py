@@ -1,6 +1,6 @@
 """``perfsuite check [options] -- python train.py ARGS``: the augmentation properties on a script's own transform.
 
-A thin shell over :func:`perfsuite.harness.transform_check.check_script`: the
+A thin shell over :func:`perfsuite.harness.script.transform_check.check_script`: the
 script runs until it iterates its training DataLoader (found as ``perfsuite
 exec`` finds it), and its Dataset's transform is checked on the Dataset's own
 samples. Labels come from the flags, else ``[tool.perfsuite.labels]`` in the
@@ -91,7 +91,7 @@ def labels_table(start: Path) -> tuple[dict[str, Any], Path | None]:
 
 def run(args: argparse.Namespace) -> int:
     from perfsuite.errors import PropertyViolation, ScriptError
-    from perfsuite.harness.transform_check import check_script
+    from perfsuite.harness.script.transform_check import check_script
     from perfsuite.jobs.script import Script
 
     command = list(args.command)

@@ -1,6 +1,6 @@
 """``perfsuite exec [options] -- python train.py ARGS``: a user's training script, run unchanged, under the probes.
 
-A thin shell over :mod:`perfsuite.harness.script`: the command after ``--`` becomes a
+A thin shell over :mod:`perfsuite.harness.script.drive`: the command after ``--`` becomes a
 :class:`perfsuite.Script`, the run lengths come from the same table as ``perfsuite run``'s,
 and the Result is printed as a table (``--json``: as JSON) or written to ``--out``.
 """

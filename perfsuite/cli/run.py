@@ -165,7 +165,7 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         raise KnobError("--predict-for predicts one process's loader against one GPU: drop --nproc-per-node")
     demand = demand_for(args)  # before any work: an unknown runner is bad input
     if args.nproc_per_node > 1 or args.scaling_rounds:
-        from perfsuite.harness.distributed import scaling
+        from perfsuite.harness.ranks.launch import scaling
 
         note("launching and running (torchrun)")
 

@@ -1,6 +1,6 @@
 """``--nproc-per-node`` and ``--scaling-rounds`` for commands that run a user's script (exec, doctor).
 
-The script is launched unchanged through torch's own launcher (perfsuite.harness.script_ranks);
+The script is launched unchanged through torch's own launcher (perfsuite.harness.ranks.script);
 the flags mean what they mean for ``perfsuite run``.
 """
 
@@ -45,7 +45,7 @@ def wants_ranks(args: argparse.Namespace) -> bool:
 
 def run_ranks(script: Any, spec: Any, args: argparse.Namespace, command: str) -> Any:
     """The script on ``--nproc-per-node`` ranks: the merged Result."""
-    from perfsuite.harness.script_ranks import run_script_distributed
+    from perfsuite.harness.ranks.script import run_script_distributed
 
     return run_script_distributed(
         script,

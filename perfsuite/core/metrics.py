@@ -549,7 +549,7 @@ _builtin(
 
 
 _builtin(
-    # Runs on several ranks (perfsuite.harness.distributed): the job as a whole, from every rank's figures.
+    # Runs on several ranks (perfsuite.harness.ranks.launch): the job as a whole, from every rank's figures.
     MetricSpec(
         "straggler_wait_frac",
         "fraction",

@@ -207,7 +207,7 @@ OPTIONS: tuple[Option, ...] = (
         "inject",
         list,
         (),
-        "inject a known fault (perfsuite.harness.faults) into every run's knobs or step code; repeatable",
+        "inject a known fault (perfsuite.harness.faults.catalog) into every run's knobs or step code; repeatable",
         metavar="FAULT",
     ),
     Option(

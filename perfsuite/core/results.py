@@ -188,7 +188,7 @@ def _nvidia_driver() -> str | None:
 
 @dataclass(frozen=True)
 class RankResult:
-    """One rank's own figures in a run on several ranks (perfsuite.harness.distributed).
+    """One rank's own figures in a run on several ranks (perfsuite.harness.ranks.launch).
 
     ``metrics`` are what that rank measured (its step_ms with p50 and p95, its
     data_wait_frac, syncs_per_step and every exact counter); ``samples`` its raw
@@ -380,8 +380,8 @@ class Result:
     knob_sources: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
-    # A run on several ranks (perfsuite.harness.distributed): each rank's own figures, rank 0 first. The metrics
-    # above are then the job's as a whole (see perfsuite.harness.rank_merge). Empty for a one-process run.
+    # A run on several ranks (perfsuite.harness.ranks.launch): each rank's own figures, rank 0 first. The metrics
+    # above are then the job's as a whole (see perfsuite.harness.ranks.merge). Empty for a one-process run.
     ranks: tuple[RankResult, ...] = ()
     # What the machine was doing during the run, by concern: "contention" (perfsuite.probes.contention: CPU
     # pressure, steal, neighbours' CPU, run queue, the calibration kernel's speed). JSON values; not judged itself.

@@ -2,7 +2,7 @@
 
 A user's step, Dataset or script that raises is their bug: they want their own frames, not the runner's
 that called into them. Used by the CLI (:mod:`perfsuite.cli.user_errors`) and by the rank launcher, which
-carries a rank's traceback as text (:mod:`perfsuite.harness.supervise`).
+carries a rank's traceback as text (:mod:`perfsuite.harness.ranks.supervise`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The device side of a run's clock: synchronising, per-step clocks, and batches kept on the device.
 
 Shared by the runner's loop (:mod:`perfsuite.harness.runner`) and a script's
-(:mod:`perfsuite.harness.script`), so both time a step the same way.
+(:mod:`perfsuite.harness.script.drive`), so both time a step the same way.
 """
 
 from __future__ import annotations

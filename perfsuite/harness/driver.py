@@ -11,7 +11,7 @@ does the phase's work at that boundary, fetches the batch from the
 
 * a Job's (:func:`perfsuite.harness.runner.run`): ``while True:
   job.step(driver.next_batch())`` over a :class:`perfsuite.harness.pipeline.BatchStream`;
-* a script's (:mod:`perfsuite.harness.script`): the training DataLoader's
+* a script's (:mod:`perfsuite.harness.script.drive`): the training DataLoader's
   iterator, as the script sees it, calls it from the script's own ``for``.
 
 So every probe sees one stream: the window's fetch times and the training

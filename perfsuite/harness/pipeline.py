@@ -168,7 +168,7 @@ class Pipeline:
     batch_mix: Callable[..., Any] | None
     batch_size: int
     loss_log: list[float] = field(default_factory=list)
-    # On several ranks (perfsuite.harness.ddp): keyword arguments of the DistributedDataParallel wrapper.
+    # On several ranks (perfsuite.harness.ranks.ddp): keyword arguments of the DistributedDataParallel wrapper.
     ddp_options: dict[str, Any] = field(default_factory=dict)
 
     def epoch_start(self, epoch: int) -> None:
@@ -232,7 +232,7 @@ class Pipeline:
         """This pipeline as a Job, the one contract the runner runs (perfsuite.jobs.contract).
 
         The step looks ``self.step`` up on every call, so a fault that replaces
-        it (perfsuite.harness.faults) or a probe that wraps ``to_device`` still acts;
+        it (perfsuite.harness.faults.catalog) or a probe that wraps ``to_device`` still acts;
         the step index (for log_interval/eval_interval) counts every call.
         """
         from perfsuite.jobs.contract import Job

@@ -1,7 +1,7 @@
 """Run a workload with its knobs and probes: warm-up, measured window, then observed steps.
 
 The phases are :mod:`perfsuite.harness.driver`'s, at the step boundaries of the Job's loop here, or of a
-user's training script (:class:`perfsuite.Script`, :mod:`perfsuite.harness.script`) whose training DataLoader
+user's training script (:class:`perfsuite.Script`, :mod:`perfsuite.harness.script.drive`) whose training DataLoader
 calls the same driver; both Results are made by :func:`assemble_result`.
 
 The runner is the only place that synchronises the device, and it does so
@@ -57,14 +57,14 @@ class RunSpec:
     knobs refused); ``knobs`` then only gives the session's device.
 
     ``mutate`` changes what was built before it runs, in place: the reference
-    workload's Pipeline (how perfsuite.harness.faults injects code-level bugs), or the
+    workload's Pipeline (how perfsuite.harness.faults.catalog injects code-level bugs), or the
     user's Job. perf_run(..., mutate=fn) passes it through.
 
     ``period_steps``: steps watched for work done every N steps before the
     observed ones (:mod:`perfsuite.harness.observation`); None: 20 for a user's
     job or script, two periods of a reference workload's log/eval interval.
     ``workload`` may also be a :class:`perfsuite.Script` (a user's training
-    script, run unchanged: :mod:`perfsuite.harness.script`).
+    script, run unchanged: :mod:`perfsuite.harness.script.drive`).
     """
 
     workload: Any
@@ -187,7 +187,7 @@ def run_phases(spec: RunSpec, probes: Sequence[Probe] | None = None) -> Result:
     target = spec.resolve()
     probes = list(default_probes() if probes is None else probes)
     if isinstance(target, Script):  # a user's script, run unchanged: its own loop drives the same phases
-        from perfsuite.harness.script import drive_script
+        from perfsuite.harness.script.drive import drive_script
 
         if spec.loader_only:
             from perfsuite.errors import KnobError

@@ -77,7 +77,7 @@ DEFAULT_FACTOR = 20.0
 STACK_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
 
 # Told (phase, deadline in seconds) as each phase starts and (phase, None) as it ends, so a process that
-# supervises this one from outside (perfsuite.harness.distributed, for ranks) can enforce the same deadline
+# supervises this one from outside (perfsuite.harness.ranks.launch, for ranks) can enforce the same deadline
 # when a hang sits in a C call this process's own alarm cannot interrupt.
 PHASE_LISTENERS: list[Callable[[str, float | None], None]] = []
 

@@ -4,7 +4,7 @@ torch reports the death in one of two texts: ``DataLoader worker (pid 123) is ki
 (its SIGCHLD handler or the iterator saw the signal), or ``DataLoader worker (pid(s) 123) exited
 unexpectedly`` (it noticed while unpickling a batch's shared memory, and the signal is lost). Both the
 ``perfsuite run`` error line (:mod:`perfsuite.cli.user_errors`) and a script's
-(:mod:`perfsuite.harness.script`) read them here.
+(:mod:`perfsuite.harness.script.drive`) read them here.
 """
 
 from __future__ import annotations

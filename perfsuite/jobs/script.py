@@ -4,7 +4,7 @@
 run the script in this process (as ``python train.py ARGS`` would: ``sys.argv``
 set, its directory first on ``sys.path``, ``__name__ == "__main__"``), and the
 batches its training DataLoader yields mark the steps
-(:mod:`perfsuite.harness.script`). Nothing in the script changes and nothing
+(:mod:`perfsuite.harness.script.drive`). Nothing in the script changes and nothing
 in it imports perfsuite.
 
 What a script cannot say through its objects, the Script says:
@@ -81,7 +81,7 @@ class LoaderChoice:
         return self.name + (f"#{self.nth}" if self.nth > 1 else "")
 
 
-EXEC_NOTE = "perfsuite exec "  # how the Result of a script run begins its note (perfsuite.harness.script)
+EXEC_NOTE = "perfsuite exec "  # how the Result of a script run begins its note (perfsuite.harness.script.drive)
 
 
 def ran_a_script(result: Any) -> bool:

@@ -309,7 +309,7 @@ class PerfRun:
         are checked against the user's DataLoader (or applied, when the Job
         hands perfsuite a dataset) and step knobs are refused: perfsuite does
         not change a user's step. ``mutate(pipeline_or_job)`` changes what was
-        built before it runs (how perfsuite.harness.faults injects code-level bugs).
+        built before it runs (how perfsuite.harness.faults.catalog injects code-level bugs).
 
         Scale and device come from the session (``device=`` here overrides
         it); ``target_samples_per_s`` is the rate the loader must feed (the
@@ -440,8 +440,8 @@ class PerfRun:
         """The run on ``nproc`` ranks: injected faults travel by name, ``mutate`` by its module and name."""
         import dataclasses
 
-        from perfsuite.harness.distributed import scaling
-        from perfsuite.harness.faults import get_fault
+        from perfsuite.harness.faults.catalog import get_fault
+        from perfsuite.harness.ranks.launch import scaling
 
         if probes is not None:
             raise PerfsuiteError(

@@ -321,7 +321,7 @@ KnobTransform = Callable[["Knobs"], "Knobs"]
 def fault_transform(names: tuple[str, ...]) -> KnobTransform:
     """The knob transformation ``--perfsuite-inject`` asks for; the identity when none is named.
 
-    The fault catalog lives in ``perfsuite.harness.faults``: a ``FAULTS`` mapping of
+    The fault catalog lives in ``perfsuite.harness.faults.catalog``: a ``FAULTS`` mapping of
     name -> callable(Knobs) -> Knobs (or an object with ``.apply(knobs)``).
     Naming a fault without a catalog, or an unknown fault, is an error: a
     requested fault that silently did nothing would make every check pass.
@@ -331,13 +331,13 @@ def fault_transform(names: tuple[str, ...]) -> KnobTransform:
     import importlib
 
     try:
-        faults = importlib.import_module("perfsuite.harness.faults")
+        faults = importlib.import_module("perfsuite.harness.faults.catalog")
     except ModuleNotFoundError as exc:
-        if exc.name != "perfsuite.harness.faults":
+        if exc.name != "perfsuite.harness.faults.catalog":
             raise
         raise PerfsuiteError(
-            f"--perfsuite-inject {names[0]}: this perfsuite has no fault catalog (perfsuite/harness/faults.py) yet; "
-            "drop the option"
+            f"--perfsuite-inject {names[0]}: this perfsuite has no fault catalog "
+            "(perfsuite/harness/faults/catalog.py) yet; drop the option"
         ) from None
     catalog = getattr(faults, "FAULTS", {})
     steps = []
@@ -367,4 +367,4 @@ def fault_mutation(names: tuple[str, ...]) -> Callable[[Any], None] | None:
         return None
     import importlib
 
-    return importlib.import_module("perfsuite.harness.faults").mutation(names)
+    return importlib.import_module("perfsuite.harness.faults.catalog").mutation(names)

@@ -1,6 +1,6 @@
 """What one rank of a DDP job records for the job-wide figures: when it reached each collective, what it sampled.
 
-Run on every rank by perfsuite.harness.rank_main (never in a one-process run).
+Run on every rank by perfsuite.harness.ranks.main (never in a one-process run).
 Three records, each passive in the measured window:
 
 * **Phases of each step** (for the straggler). A rank that is late makes the
@@ -152,7 +152,7 @@ class RankProbe(Probe):
         self._unused: list[int] = []
         self._find_unused = False
         # Optional: a shared counter array [forwards, gradient all-reduces] the supervising process can read while
-        # this rank hangs (perfsuite.harness.rank_main maps it to a file), to tell who the others wait for.
+        # this rank hangs (perfsuite.harness.ranks.main maps it to a file), to tell who the others wait for.
         self.progress: Any = None
 
     # -- setup: hooks that only timestamp, and the sampler recorder ------------------------------------------

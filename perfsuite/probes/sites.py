@@ -256,7 +256,7 @@ def _hook(loader_class: Any) -> None:
     sites: list[Sites] = []  # made at the first construction (torch is imported by then)
     harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness") + os.sep
 
-    @functools.wraps(construct)  # inspect.signature still reads torch's (perfsuite.harness.loader_args binds it)
+    @functools.wraps(construct)  # inspect.signature still reads torch's (perfsuite.harness.script.loader_args binds it)
     def noted_init(loader: Any, *args: Any, **kwargs: Any) -> None:
         frame: Any = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename.startswith(harness):  # another hook of the harness

@@ -1,7 +1,7 @@
 """The self-test: does perfsuite catch every seed bug, and stay quiet when nothing changed?
 
-For each :class:`~perfsuite.harness.faults.Fault` it runs the fault's unchanged
-:class:`~perfsuite.harness.faults.Reference` and the fault, in the same session, and
+For each :class:`~perfsuite.harness.faults.catalog.Fault` it runs the fault's unchanged
+:class:`~perfsuite.harness.faults.catalog.Reference` and the fault, in the same session, and
 passes both Results through the one verdict engine
 (:func:`perfsuite.judge.engine.compare_results`, the code users run through the
 plugin and ``perfsuite compare``). A fault is caught when the engine fails
@@ -31,7 +31,7 @@ from perfsuite.core import metrics
 from perfsuite.core.results import Result
 from perfsuite.core.tmpfiles import write_text_atomic
 from perfsuite.errors import PerfsuiteError
-from perfsuite.harness.faults import FAULTS, REFERENCES, Fault, Reference
+from perfsuite.harness.faults.catalog import FAULTS, REFERENCES, Fault, Reference
 from perfsuite.judge.engine import compare_results
 
 NOT_HERE = "not verified here: needs a CUDA GPU"
@@ -120,7 +120,7 @@ def run_references(
     """
     import dataclasses as dc
 
-    from perfsuite.harness.distributed import launch, rank_run
+    from perfsuite.harness.ranks.launch import launch, rank_run
 
     out: dict[str, Result] = {}
     by_nproc: dict[int, list[tuple[str, Any]]] = {}
@@ -404,7 +404,9 @@ def splice(readme: str, table: str) -> str:
         head, rest = readme.split(START, 1)
         return head + block + rest.split(END, 1)[1]
     sep = "" if not readme or readme.endswith("\n\n") else ("\n" if readme.endswith("\n") else "\n\n")
-    intro = "What perfsuite catches of the seeds' bugs (`perfsuite/harness/faults.py`, `perfsuite/tools/catch.py`)."
+    intro = (
+        "What perfsuite catches of the seeds' bugs (`perfsuite/harness/faults/catalog.py`, `perfsuite/tools/catch.py`)."
+    )
     return f"{readme}{sep}## Catch table\n\n{intro}\n\n{block}\n"
 
 

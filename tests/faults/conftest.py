@@ -30,8 +30,8 @@ def _ddp_batch() -> dict[str, Result]:
     """Every run on several ranks the tests need, in one launch: the ddp references, each DDP fault, a user's job."""
     import dataclasses
 
-    from perfsuite.harness.distributed import launch, rank_run
-    from perfsuite.harness.faults import FAULTS, REFERENCES
+    from perfsuite.harness.faults.catalog import FAULTS, REFERENCES
+    from perfsuite.harness.ranks.launch import launch, rank_run
     from perfsuite.harness.runner import RunSpec
     from perfsuite.tools.catch import spec_for
 
@@ -73,7 +73,7 @@ def ddp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
 @pytest.fixture(scope="session")
 def runs(request: pytest.FixtureRequest) -> Callable[..., Result]:
     """``runs(reference, fault=None, again=0)``: the Result, run once per session and reused."""
-    from perfsuite.harness.faults import REFERENCES
+    from perfsuite.harness.faults.catalog import REFERENCES
     from perfsuite.tools.catch import run_reference
 
     cache: dict[tuple[str, str | None, int], Result] = {}

@@ -11,7 +11,7 @@ from perfsuite.core import metrics
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import Fingerprint, Metric, Result
 from perfsuite.errors import KnobError, PerfsuiteError
-from perfsuite.harness.faults import FAULTS, REFERENCES, get_fault, mutation
+from perfsuite.harness.faults.catalog import FAULTS, REFERENCES, get_fault, mutation
 from perfsuite.tools import catch
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite.harness.faults import FAULTS, REFERENCES
+from perfsuite.harness.faults.catalog import FAULTS, REFERENCES
 from perfsuite.tools import catch
 
 CPU_FAULTS = sorted(name for name, f in FAULTS.items() if f.device == "cpu")
@@ -33,7 +33,7 @@ EVIDENCE = {
     "float64_inputs": "float64 at perfsuite/harness/pipeline.py:",
     "grad_scaler_bf16": "grad_scaler_bf16 0 -> 1 (exact)",
     "channels_last_input": "input float32 channels_last",
-    "print_loss": "Tensor.__format__ (read) at perfsuite/harness/faults.py:",
+    "print_loss": "Tensor.__format__ (read) at perfsuite/harness/faults/catalog.py:",
     "cpu_augmentation": "by stage: transform 0 ->",
     "num_workers_0": "main_load_ms_per_step median",
     "too_few_workers": "loader_capacity_samples_per_s median",
@@ -43,7 +43,7 @@ EVIDENCE = {
     "no_distributed_sampler": "dataset_passes_per_epoch 1 -> 2 (exact)",
     "set_epoch_missing": "repeated_epoch_orders 0 -> 3 (exact)",
     "workers_times_ranks": "cpu_oversubscription",  # its values follow the machine's usable cores
-    "rank0_loss_read": "Tensor.item (read) at perfsuite/harness/faults.py:",
+    "rank0_loss_read": "Tensor.item (read) at perfsuite/harness/faults/catalog.py:",
     "find_unused_parameters": "ddp_unused_search False -> True (exact)",
     "straggler_loader": "input_skew_frac",
     "straggler_backward": "straggler_wait_frac",

@@ -89,7 +89,7 @@ def test_perfsuite_compare_names_the_ddp_cause(
     """`perfsuite compare` on the reference and the fault's Result: the failing row says what happened, where."""
     monkeypatch.setenv("PERFSUITE_WALL_BOUND", "1")  # the naming is tested, beside the other test workers' load
     from perfsuite.cli.main import main
-    from perfsuite.harness.faults import FAULTS
+    from perfsuite.harness.faults.catalog import FAULTS
 
     base, head = tmp_path / "base.json", tmp_path / "head.json"
     base.write_text(ddp_runs[f"ref:{FAULTS[fault].reference}"].to_json(), encoding="utf-8")

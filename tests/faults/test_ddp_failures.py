@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from perfsuite.errors import RankError, RunTimeout
-from perfsuite.harness.distributed import launch, rank_run
+from perfsuite.harness.ranks.launch import launch, rank_run
 from perfsuite.harness.runner import RunSpec
 from perfsuite.harness.watchdog import WatchdogConfig
 

@@ -16,7 +16,7 @@ import perfsuite
 from perfsuite import RunSpec, Script
 from perfsuite.cli.main import main
 from perfsuite.errors import RankError, RunTimeout
-from perfsuite.harness.script_ranks import run_script_distributed
+from perfsuite.harness.ranks.script import run_script_distributed
 from perfsuite.harness.watchdog import WatchdogConfig
 
 pytestmark = pytest.mark.slow

@@ -296,7 +296,7 @@ def test_the_result_reads_back_and_its_modules_are_forgotten(digits):
 
 
 def test_the_model_optimizer_scaler_and_loss_are_found_among_the_scripts_objects():
-    from perfsuite.harness.script import find_objects
+    from perfsuite.harness.script.drive import find_objects
 
     class Trainer:
         def __init__(self):

@@ -16,8 +16,8 @@ pytest_plugins = ["pytester"]
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     """Replace the launcher: record each call, return a two-rank Result merged from hand-made rank reports."""
     from perfsuite.core.results import Fingerprint, Metric, Result
-    from perfsuite.harness import distributed
-    from perfsuite.harness.rank_merge import RankReport, merge
+    from perfsuite.harness.ranks import launch as distributed
+    from perfsuite.harness.ranks.merge import RankReport, merge
     from perfsuite.probes.ranks import PHASE_KEYS
 
     calls: list[dict] = []

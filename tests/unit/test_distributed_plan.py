@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from perfsuite.errors import DeviceError, JobError, PerfsuiteError
-from perfsuite.harness.ddp import backend_for, plan_threads, rank_devices
-from perfsuite.harness.distributed import RankRun, plan_launch, rank_run, reference, resolve_reference
+from perfsuite.harness.ranks.ddp import backend_for, plan_threads, rank_devices
+from perfsuite.harness.ranks.launch import RankRun, plan_launch, rank_run, reference, resolve_reference
 from perfsuite.harness.runner import RunSpec
 
 
@@ -132,8 +132,8 @@ def test_cli_prints_each_rank(monkeypatch, capsys) -> None:
     from test_rank_merge import _report
 
     from perfsuite.cli.main import main
-    from perfsuite.harness import distributed
-    from perfsuite.harness.rank_merge import merge
+    from perfsuite.harness.ranks import launch as distributed
+    from perfsuite.harness.ranks.merge import merge
 
     seen = {}
 

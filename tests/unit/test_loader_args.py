@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.harness.loader_args import LoaderCalls, Override, Site
+from perfsuite.harness.script.loader_args import LoaderCalls, Override, Site
 from perfsuite.tools.doctor.model import Fix
 from perfsuite.tools.doctor_script import Counterfactual, choose, in_script_terms
 

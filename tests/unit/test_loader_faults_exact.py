@@ -16,7 +16,7 @@ from fixed_fingerprint import FP
 from perfsuite.core import metrics as registry
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import Result
-from perfsuite.harness.loader_faults import EXACT_FAULTS
+from perfsuite.harness.faults.loader import EXACT_FAULTS
 from perfsuite.harness.pipeline import build_pipeline
 from perfsuite.jobs.registry import get_workload
 from perfsuite.judge.engine import compare_results

@@ -17,7 +17,7 @@ from PIL import Image, ImageEnhance
 
 from perfsuite.augment.sample_adapter import CannotAdapt
 from perfsuite.errors import PropertyViolation
-from perfsuite.harness.transform_check import check_dataset_transform
+from perfsuite.harness.script.transform_check import check_dataset_transform
 
 PAIRS = [(2, 3), (4, 5), (7, 8)]  # brows, eyes, ears, as CelebAMask-HQ numbers them
 NUM_CLASSES = 19
@@ -363,7 +363,7 @@ def test_names_on_a_python_without_co_qualname() -> None:
     """Python 3.10 (requires-python) has no code.co_qualname: the class comes from the object the call is bound to."""
     from types import SimpleNamespace
 
-    from perfsuite.harness.paired_call import qualname
+    from perfsuite.augment.paired_call import qualname
 
     bare = SimpleNamespace(co_name="__call__")
     assert qualname(bare, HorizontalFlip(True)) == "HorizontalFlip.__call__"  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ from fixed_fingerprint import FP as FIXED
 
 from perfsuite.core.results import Fingerprint, Metric, RankResult, Result
 from perfsuite.errors import ResultError
-from perfsuite.harness import rank_merge
-from perfsuite.harness.rank_merge import RankReport, merge, scaling_efficiency
+from perfsuite.harness.ranks import merge as rank_merge
+from perfsuite.harness.ranks.merge import RankReport, merge, scaling_efficiency
 from perfsuite.probes.ranks import PHASE_KEYS, PHASES
 
 STEPS = 8

@@ -14,7 +14,7 @@ from PIL import Image
 from perfsuite.augment.painting import encode, palette_for
 from perfsuite.augment.sample_adapter import CannotAdapt, calibrate, image_hwc, interface_of
 from perfsuite.errors import PropertyViolation
-from perfsuite.harness.transform_check import check_dataset_transform, spread
+from perfsuite.harness.script.transform_check import check_dataset_transform, spread
 
 MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 

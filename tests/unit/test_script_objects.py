@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from perfsuite.errors import JobError
-from perfsuite.harness.script_objects import LossPick, find_objects, ignore_index_of
+from perfsuite.harness.script.objects import LossPick, find_objects, ignore_index_of
 
 
 class OhemCELoss(nn.Module):

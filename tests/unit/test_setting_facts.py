@@ -14,7 +14,7 @@ from fixed_fingerprint import FP
 from torch.utils.data import DataLoader
 
 from perfsuite.core.results import Metric, Result
-from perfsuite.harness.script import _hooked_loaders
+from perfsuite.harness.script.drive import _hooked_loaders
 from perfsuite.judge.engine import compare_results
 from perfsuite.judge.settings import SETTINGS, read
 from perfsuite.judge.verdict import Outcome

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from perfsuite.errors import RankError, RunTimeout
-from perfsuite.harness.supervise import Supervisor, behind
+from perfsuite.harness.ranks.supervise import Supervisor, behind
 from perfsuite.harness.watchdog import WatchdogConfig
 
 

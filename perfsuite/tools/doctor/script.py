@@ -6,9 +6,9 @@ terms: the arguments at the line that builds its training loader
 (``train.py:88 DataLoader(num_workers=0 -> 2, persistent_workers=False -> True)``).
 
 Every run, the unchanged one and each counterfactual, is a fresh process
-(:mod:`perfsuite.harness.script_child`): a script may initialise a process group, seed
+(:mod:`perfsuite.harness.child`): a script may initialise a process group, seed
 globals or hold CUDA state. The counterfactuals run the script again, unchanged, with
-perfsuite setting the training loader's arguments (:mod:`perfsuite.harness.loader_args`),
+perfsuite setting the training loader's arguments (:mod:`perfsuite.harness.script.loader_args`),
 chosen from what the first run found (:func:`choose`): more workers where cores are free,
 persistent workers where workers are forked each epoch, pinned memory on a GPU; on a machine
 whose cores are full, fewer workers and fewer intra-op threads. They run interleaved with the
@@ -37,8 +37,8 @@ from typing import Any
 
 from perfsuite.core.results import Result
 from perfsuite.errors import ScriptError
-from perfsuite.harness.loader_args import Override, Site
 from perfsuite.harness.runner import RunSpec
+from perfsuite.harness.script.loader_args import Override, Site
 from perfsuite.jobs.script import Script
 from perfsuite.judge.contention import load_of
 from perfsuite.tools.doctor.arms import more_workers
@@ -79,7 +79,7 @@ class Counterfactual:
 
 
 def _plan(script: Script, spec: RunSpec, cf: Counterfactual | None, site: Site | None) -> dict[str, Any]:
-    from perfsuite.harness.script_ranks import _SCRIPT_FIELDS, _SPEC_FIELDS, script_argv
+    from perfsuite.harness.ranks.script import _SCRIPT_FIELDS, _SPEC_FIELDS, script_argv
 
     fields = {k: getattr(script, k) for k in _SCRIPT_FIELDS}
     if fields["flip_pairs"] is not None:
@@ -119,8 +119,8 @@ def _run_ranks(
     script: Script, spec: RunSpec, what: str, cf: Counterfactual | None, site: Site | None, nproc: int
 ) -> Run:
     from perfsuite.errors import PerfsuiteError
-    from perfsuite.harness.distributed import plan_launch
-    from perfsuite.harness.script_ranks import launch_script
+    from perfsuite.harness.ranks.launch import plan_launch
+    from perfsuite.harness.ranks.script import launch_script
 
     threads = cf.threads if cf is not None and cf.threads is not None else plan_launch(nproc, "cpu").omp_threads
     override = _plan(script, spec, cf, site).get("override")
@@ -141,7 +141,7 @@ def _run_process(script: Script, spec: RunSpec, what: str, cf: Counterfactual | 
         env = dict(os.environ)
         if cf is not None and cf.threads is not None:
             env["OMP_NUM_THREADS"] = str(cf.threads)
-        command = [sys.executable, "-m", "perfsuite.harness.script_child", str(out)]
+        command = [sys.executable, "-m", "perfsuite.harness.child", str(out)]
         with open(out / "output.log", "w", encoding="utf-8") as log:
             proc = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0:

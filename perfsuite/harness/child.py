@@ -1,8 +1,8 @@
-"""One run of a user's script in a fresh process, for doctor: ``python -m perfsuite.harness.script_child DIR``.
+"""One run of a user's script in a fresh process, for doctor: ``python -m perfsuite.harness.child DIR``.
 
 A script may initialise a process group, seed globals or hold CUDA state, so doctor never runs
 it twice in one process. ``DIR/plan.json`` names the script, the run lengths and, for a
-counterfactual, the :class:`perfsuite.harness.loader_args.Override` to set on the training
+counterfactual, the :class:`perfsuite.harness.script.loader_args.Override` to set on the training
 loader. The child runs the script under the same phases as ``perfsuite exec`` with every
 probe plus the step ledger, and writes ``DIR/result.json`` (the Result), ``DIR/ledger.json``
 (the step ledger's summary) and ``DIR/loader.json`` (where the training loader was built, the
@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from perfsuite.harness.loader_args import LoaderCalls, Override
+from perfsuite.harness.script.loader_args import LoaderCalls, Override
 from perfsuite.probes.base import Probe, RunContext
 
 

@@ -58,7 +58,7 @@ from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
 from perfsuite.harness.observation import period_steps_for
-from perfsuite.harness.script_objects import Found, LossPick, find_objects, ignore_index_of
+from perfsuite.harness.script.objects import Found, LossPick, find_objects, ignore_index_of
 from perfsuite.harness.state import SCRIPT_NO_SOL
 from perfsuite.harness.threads import fit_threads
 from perfsuite.harness.watchdog import Watchdog

@@ -1,16 +1,16 @@
 """A job on N ranks through torch.distributed's own launcher, and one Result from all of them.
 
 ``run_distributed(spec, nproc)`` launches ``python -m torch.distributed.run
---standalone --nproc-per-node N -m perfsuite.harness.rank_main RUN_DIR``:
+--standalone --nproc-per-node N -m perfsuite.harness.ranks.main RUN_DIR``:
 torchrun's standalone rendezvous picks a free port (never a fixed one), each
 rank joins the process group (gloo on CPU, NCCL on CUDA, one GPU per rank:
 ranks that would share one are refused unless asked), runs the runner's
 phases on its shard with DDP, and rank 0 writes the merged Result
-(perfsuite.harness.rank_merge). ``OMP_NUM_THREADS`` is set explicitly so that
+(perfsuite.harness.ranks.merge). ``OMP_NUM_THREADS`` is set explicitly so that
 ranks x (threads + DataLoader workers) fit the usable cores
-(perfsuite.harness.ddp.plan_threads). A rank that dies or hangs fails the run
+(perfsuite.harness.ranks.ddp.plan_threads). A rank that dies or hangs fails the run
 with each rank's stacks, and nothing of the launch is left running
-(perfsuite.harness.supervise).
+(perfsuite.harness.ranks.supervise).
 
 What crosses into the ranks is JSON (:class:`RankRun`): a workload or job by
 name, or a job factory / mutate function by module and qualified name (each
@@ -147,8 +147,8 @@ class RankRun:
     def spec(self, rank: int, world: int, device: str) -> RunSpec:
         """The RunSpec this rank runs: for a reference workload, sharded and wrapped in DDP; a user's job, checked."""
         from perfsuite.core.knobs import Knobs
-        from perfsuite.harness.ddp import check_job, shard_pipeline, wrap_pipeline
-        from perfsuite.harness.faults import get_fault
+        from perfsuite.harness.faults.catalog import get_fault
+        from perfsuite.harness.ranks.ddp import check_job, shard_pipeline, wrap_pipeline
 
         target = resolve_reference(self.workload)
         user_mutate = resolve_reference(self.mutate) if self.mutate else None
@@ -191,7 +191,7 @@ class RankRun:
 
 def rank_run(spec: RunSpec, faults: Sequence[str] = (), probes: bool = True) -> RankRun:
     """A RunSpec as a :class:`RankRun`. Fault knob changes are already in ``spec.knobs``; ``faults`` names the
-    faults whose code changes each rank applies to its pipeline (perfsuite.harness.faults)."""
+    faults whose code changes each rank applies to its pipeline (perfsuite.harness.faults.catalog)."""
     from perfsuite.jobs.registry import is_job_target
 
     job = is_job_target(spec.workload)
@@ -244,7 +244,7 @@ def plan_launch(
 ) -> Launch:
     """Devices, backend and threads for ``nproc`` ranks on ``device`` (``cpu``, ``cuda`` or ``cuda:N``)."""
     from perfsuite.core.cores import usable_cores
-    from perfsuite.harness.ddp import backend_for, plan_threads, rank_devices
+    from perfsuite.harness.ranks.ddp import backend_for, plan_threads, rank_devices
 
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
         raise PerfsuiteError(f"nproc_per_node={nproc!r}; write a whole number of ranks, 1 or more")
@@ -271,7 +271,7 @@ def launch(
     imports: Sequence[str] = (),
 ) -> list[Result]:
     """Run ``runs`` one after another on ``nproc`` ranks in one torchrun launch; one merged Result per run."""
-    from perfsuite.harness.supervise import Supervisor
+    from perfsuite.harness.ranks.supervise import Supervisor
 
     if not runs:
         return []
@@ -344,7 +344,7 @@ def scaling(
     one rank gets what each of N ranks gets (one GPU each, or its share of the
     cores). Rounds alternate their order (1,N then N,1) so drift cancels.
     """
-    from perfsuite.harness.rank_merge import scaling_efficiency
+    from perfsuite.harness.ranks.merge import scaling_efficiency
 
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise PerfsuiteError(f"scaling_rounds={rounds!r}; write a whole number of rounds (3 or more for an interval)")
@@ -377,7 +377,7 @@ def scaling(
 
 
 def torchrun_command(nproc: int, run_dir: Path) -> list[str]:
-    """``torch.distributed.run`` of :mod:`perfsuite.harness.rank_main` on ``nproc`` local ranks, reading its plan
+    """``torch.distributed.run`` of :mod:`perfsuite.harness.ranks.main` on ``nproc`` local ranks, reading its plan
     from ``run_dir`` (a job's ranks and a script's alike)."""
     return [
         sys.executable,
@@ -388,6 +388,6 @@ def torchrun_command(nproc: int, run_dir: Path) -> list[str]:
         "--max-restarts=0",
         f"--log-dir={run_dir / 'elastic'}",  # else torchrun leaves a torchelastic_* folder in TMPDIR per launch
         "-m",
-        "perfsuite.harness.rank_main",
+        "perfsuite.harness.ranks.main",
         str(run_dir),
     ]

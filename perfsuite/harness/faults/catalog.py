@@ -11,7 +11,7 @@ device). :mod:`perfsuite.tools.catch` runs every fault against its reference and
 renders the catch table; ``pytest --perfsuite-inject NAME`` runs a whole
 suite with one injected.
 
-    >>> from perfsuite.harness.faults import FAULTS, REFERENCES
+    >>> from perfsuite.harness.faults.catalog import FAULTS, REFERENCES
     >>> fault = FAULTS["num_workers_0"]
     >>> fault.apply(REFERENCES[fault.reference].knobs()).loader.num_workers
     0
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsuite.core.knobs import PINNED_COPIES, Knobs
 from perfsuite.errors import PerfsuiteError
-from perfsuite.harness.loader_faults import decode_4x, heavy_collate, list_collate
+from perfsuite.harness.faults.loader import decode_4x, heavy_collate, list_collate
 
 if TYPE_CHECKING:
     from perfsuite.harness.pipeline import Pipeline
@@ -49,7 +49,7 @@ class Reference:
     warmup: int
     observe_steps: int
     why: str
-    nproc: int = 1  # ranks (perfsuite.harness.distributed); 1: one process
+    nproc: int = 1  # ranks (perfsuite.harness.ranks.launch); 1: one process
 
     def knobs(self, device: str = "cpu") -> Knobs:
         return Knobs.from_flat(**{**self.flat, "device": device})

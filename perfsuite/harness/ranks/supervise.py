@@ -1,6 +1,6 @@
 """Watch a torchrun launch from outside: a rank that dies or hangs fails the run, with every rank's stacks.
 
-The ranks (perfsuite.harness.rank_main) keep their pid and their watchdog
+The ranks (perfsuite.harness.ranks.main) keep their pid and their watchdog
 phase, with its deadline, in ``RUN_DIR/rank<k>.json``. Each rank's own
 watchdog fails a hung phase from inside (SIGALRM), and torchrun then stops
 the other ranks. Two things need a supervisor on top:

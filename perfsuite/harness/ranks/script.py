@@ -4,14 +4,14 @@ The script is launched through torch's own launcher, ``python -m torch.distribut
 --standalone --nproc-per-node N``, so each rank gets the environment torchrun sets
 (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT``) and the script
 calls ``init_process_group`` itself, as it does under torchrun. Each rank runs
-:mod:`perfsuite.harness.rank_main`, which runs the script under the same phases as
-``perfsuite exec`` (:mod:`perfsuite.harness.script`) with every probe plus the rank probe
-(:mod:`perfsuite.probes.ranks`), and writes its :class:`perfsuite.harness.rank_merge.RankReport`
+:mod:`perfsuite.harness.ranks.main`, which runs the script under the same phases as
+``perfsuite exec`` (:mod:`perfsuite.harness.script.drive`) with every probe plus the rank probe
+(:mod:`perfsuite.probes.ranks`), and writes its :class:`perfsuite.harness.ranks.merge.RankReport`
 to the run directory. This process merges them exactly as ``perfsuite run --nproc-per-node``
-does (:func:`perfsuite.harness.rank_merge.merge`): the job's figures, each rank's own, the
+does (:func:`perfsuite.harness.ranks.merge.merge`): the job's figures, each rank's own, the
 straggler by arrival skew at DDP's collectives. Merging here, not in rank 0, leaves the
 script's process group to the script. A rank that dies or hangs fails the run naming it,
-and nothing of the launch is left running (:class:`perfsuite.harness.supervise.Supervisor`).
+and nothing of the launch is left running (:class:`perfsuite.harness.ranks.supervise.Supervisor`).
 
 ``scaling_efficiency`` needs ``scaling_rounds``: interleaved launches of the script on one
 rank and on N, at the same per-rank batch and threads.
@@ -76,8 +76,8 @@ def launch_script(
     rank 0's step ledger and training loader facts are put back into it as ``ledger`` and ``loader``.
     """
     from perfsuite.core.cores import usable_cores
-    from perfsuite.harness.rank_merge import merge
-    from perfsuite.harness.supervise import Supervisor
+    from perfsuite.harness.ranks.merge import merge
+    from perfsuite.harness.ranks.supervise import Supervisor
 
     run_dir = Path(tempfile.mkdtemp(prefix="perfsuite-script-ranks-"))
     plan = _plan(script, spec, probes)
@@ -85,7 +85,7 @@ def launch_script(
         plan["doctor"] = {"override": doctor.get("override")}
     (run_dir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": str(omp_threads)}
-    from perfsuite.harness.distributed import torchrun_command
+    from perfsuite.harness.ranks.launch import torchrun_command
 
     command = torchrun_command(nproc, run_dir)  # its --log-dir keeps torchelastic_* folders out of TMPDIR
     log_path = run_dir / "torchrun.log"
@@ -117,8 +117,8 @@ def run_script_distributed(
 ) -> Result:
     """``script`` on ``nproc`` ranks, merged; with ``scaling_rounds``, ``scaling_efficiency`` from interleaved
     one-rank and N-rank launches (order alternating 1,N then N,1 so drift cancels)."""
-    from perfsuite.harness.distributed import plan_launch
-    from perfsuite.harness.rank_merge import scaling_efficiency
+    from perfsuite.harness.ranks.launch import plan_launch
+    from perfsuite.harness.ranks.merge import scaling_efficiency
 
     if isinstance(scaling_rounds, bool) or not isinstance(scaling_rounds, int) or scaling_rounds < 0:
         raise PerfsuiteError(f"--scaling-rounds {scaling_rounds!r}: write a whole number of rounds (3 for an interval)")
@@ -145,13 +145,13 @@ def run_script_distributed(
 
 
 def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> None:
-    """In one rank (from :func:`perfsuite.harness.rank_main.run_plan`): run the script, write this rank's report."""
+    """In one rank (from :func:`perfsuite.harness.ranks.main.run_plan`): run the script, write this rank's report."""
 
     from perfsuite.core.tmpfiles import write_bytes_atomic
-    from perfsuite.harness.loader_args import LoaderCalls, Override
+    from perfsuite.harness.child import TrainingLoaderProbe, loader_facts
     from perfsuite.harness.runner import default_probes
     from perfsuite.harness.runner import run as run_job
-    from perfsuite.harness.script_child import TrainingLoaderProbe, loader_facts
+    from perfsuite.harness.script.loader_args import LoaderCalls, Override
     from perfsuite.probes.ranks import RankProbe
     from perfsuite.probes.stepledger import StepLedgerProbe
 
@@ -175,7 +175,7 @@ def run_rank(plan: dict[str, Any], run_dir: Path, rank: int, progress: Any) -> N
             raise
         text = str(exc).replace("its traceback is above", "its traceback is below")
         raise ScriptError(f"{text}\n{exc.script_traceback.rstrip()}") from None
-    from perfsuite.harness.rank_merge import rank_report
+    from perfsuite.harness.ranks.merge import rank_report
 
     report = rank_report(rank, result, probe)
     if doctor is not None and rank == 0:

@@ -1,13 +1,13 @@
-"""What each rank runs under torchrun: ``python -m perfsuite.harness.rank_main RUN_DIR``.
+"""What each rank runs under torchrun: ``python -m perfsuite.harness.ranks.main RUN_DIR``.
 
-perfsuite.harness.distributed writes ``RUN_DIR/plan.json`` and launches N of
+perfsuite.harness.ranks.launch writes ``RUN_DIR/plan.json`` and launches N of
 these through ``torch.distributed.run``. Each one joins the process group
 (gloo on CPU, NCCL on CUDA), then for every run of the plan builds the job
 (a reference pipeline sharded with a DistributedSampler and wrapped in DDP,
 or the user's job factory, called after the process group exists), runs the
 runner's phases with every probe plus the rank probe, and sends rank 0 its
 figures through ``torch.distributed.gather_object``; rank 0 merges them
-into one Result (perfsuite.harness.rank_merge) and writes it.
+into one Result (perfsuite.harness.ranks.merge) and writes it.
 
 For the supervisor each rank keeps ``rank<k>.json`` (its pid and the watchdog
 phase it is in, with the phase's deadline) up to date, dumps its Python
@@ -111,15 +111,15 @@ def run_plan(plan: dict[str, Any], run_dir: Path, rank: int) -> None:
     for entry in reversed(plan.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    if "script" in plan:  # a user's script joins the process group itself (perfsuite.harness.script_ranks)
-        from perfsuite.harness.script_ranks import run_rank
+    if "script" in plan:  # a user's script joins the process group itself (perfsuite.harness.ranks.script)
+        from perfsuite.harness.ranks.script import run_rank
 
         run_rank(plan, run_dir, rank, _PROGRESS)
         return
     from perfsuite.core.cores import usable_cores
     from perfsuite.core.tmpfiles import write_text_atomic
-    from perfsuite.harness.distributed import RankRun, import_modules
-    from perfsuite.harness.rank_merge import merge
+    from perfsuite.harness.ranks.launch import RankRun, import_modules
+    from perfsuite.harness.ranks.merge import merge
 
     import_modules(plan.get("imports", []))
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -154,7 +154,7 @@ def run_one(run: Any, rank: int, world: int, device: str) -> Any:
     probe.progress = _PROGRESS
     probes = ([*default_probes()] if run.probes else []) + [probe]
     result = run_job(spec, probes)
-    from perfsuite.harness.rank_merge import rank_report
+    from perfsuite.harness.ranks.merge import rank_report
 
     return rank_report(rank, result, probe)
 

@@ -8,7 +8,7 @@ an exception derived from BaseException before any worker starts. The script's
 ``finally`` blocks run; its ``except Exception`` handlers do not swallow the stop.
 
 The loss module's ``ignore_index`` is read from the objects the script's frames
-hold at that moment (:func:`perfsuite.harness.script.find_objects`, read-only), so
+hold at that moment (:func:`perfsuite.harness.script.drive.find_objects`, read-only), so
 a script that builds ``CrossEntropyLoss(ignore_index=255)`` before its loop needs
 no flag for it.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.errors import ScriptError
-from perfsuite.harness.script import as_main
+from perfsuite.harness.script.drive import as_main
 from perfsuite.jobs.script import LoaderChoice, Script
 
 
@@ -51,7 +51,7 @@ class TrainingLoader:
 
 
 def _loss_ignore_index(frame: Any, criterion: str | None) -> int | None:
-    from perfsuite.harness.script import find_objects, is_runpy
+    from perfsuite.harness.script.drive import find_objects, is_runpy
 
     package = str(Path(__file__).resolve().parents[1]) + os.sep
     frames = []

@@ -3,7 +3,7 @@
 The check knows which sample and seed broke (``missing swap`` or ``swap without flip``), not which of the
 transform's steps did it. So that one call is replayed (the same painted image, the same seed) and watched:
 
-* every paired call inside it (:mod:`perfsuite.harness.paired_call`): its mask in and its mask out;
+* every paired call inside it (:mod:`perfsuite.augment.paired_call`): its mask in and its mask out;
 * every line of the user's own functions (:func:`sys.settrace`, never inside the standard library or
   installed packages): each integer-mask local before and after the line.
 
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from perfsuite.augment.painting import encode, palette_for
+from perfsuite.augment.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code, profiling_allowed, qualname
 from perfsuite.augment.sample_adapter import SampleAdapter, _is_mask, mask_hw
-from perfsuite.harness.paired_call import PairedCall, Seen, Site, _Profiler, is_user_code, profiling_allowed, qualname
 
 Pairs = tuple[tuple[int, int], ...]
 CAUSES = ("missing swap", "swap without flip")

@@ -1,7 +1,7 @@
 """Loader bugs as code changes to a built pipeline: what the loader ledger must catch on any machine.
 
 Each function mutates a reference :class:`~perfsuite.harness.pipeline.Pipeline`
-in place before it runs (``Fault(mutation=...)`` in :mod:`perfsuite.harness.faults`):
+in place before it runs (``Fault(mutation=...)`` in :mod:`perfsuite.harness.faults.catalog`):
 its DataLoader's ``collate_fn``, or how its Dataset decodes. Workers are forked
 after the mutation, so they run the changed code. The callables are module-level
 classes, so they pickle where workers are spawned rather than forked.

@@ -1,7 +1,7 @@
 """A job on several ranks: which device and how many threads each rank gets, and what DDP needs of the job.
 
-The launcher (perfsuite.harness.distributed) plans devices and threads before
-any rank starts; each rank (perfsuite.harness.rank_main) then shards a
+The launcher (perfsuite.harness.ranks.launch) plans devices and threads before
+any rank starts; each rank (perfsuite.harness.ranks.main) then shards a
 reference pipeline's loader with a DistributedSampler and wraps its model in
 DistributedDataParallel, or checks that a user's job did both itself, as the
 user's own training script does under torchrun.

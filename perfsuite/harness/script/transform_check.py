@@ -1,9 +1,9 @@
 """The property checks on an unchanged training script's own transform (``perfsuite check``).
 
-1. The script runs until it iterates its training DataLoader (:mod:`perfsuite.harness.find_loader`).
+1. The script runs until it iterates its training DataLoader (:mod:`perfsuite.harness.script.find_loader`).
 2. For a few samples spread over its Dataset, ``dataset[i]`` runs traced: the user's own files are read by
    the user's own code, and the outermost call that takes the image and the mask together and returns them
-   together is the transform, whatever its name or place (:mod:`perfsuite.harness.paired_call`); the call it
+   together is the transform, whatever its name or place (:mod:`perfsuite.augment.paired_call`); the call it
    got is kept (:func:`perfsuite.augment.sample_adapter.interface_of`).
 3. Each recorded sample's real mask goes through the real transform under several seeds, its image
    painted from the mask (:class:`perfsuite.augment.sample_adapter.SampleAdapter`), and
@@ -13,7 +13,7 @@
 
 No Hypothesis search: the inputs are the user's samples, not drawn ones, so a failure is reported at
 once, naming the Dataset index and the seed that reproduce it; a flip-pair failure is replayed to name
-the line of the user's transform that did it (:mod:`perfsuite.harness.blame`).
+the line of the user's transform that did it (:mod:`perfsuite.augment.blame`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from perfsuite.augment.blame import CAUSES, fix_text, locate
 from perfsuite.augment.checks import Declared, check_example
 from perfsuite.augment.labels import LabelSpace
+from perfsuite.augment.paired_call import PairedCall, choose, others, trace_item
 from perfsuite.augment.sample_adapter import CannotAdapt, Interface, SampleAdapter, mask_hw
 from perfsuite.errors import JobError, PerfsuiteError, PropertyViolation
-from perfsuite.harness.blame import CAUSES, fix_text, locate
-from perfsuite.harness.find_loader import find_training_loader
-from perfsuite.harness.paired_call import PairedCall, choose, others, trace_item
+from perfsuite.harness.script.find_loader import find_training_loader
 from perfsuite.jobs.script import Script
 
 EXACT_SHARE = 0.97  # every call must keep this share of region interiors at the painted colours for the strict pass
@@ -62,7 +62,7 @@ class CheckReport:
 def find_transform(
     dataset: Any, indices: list[int], wanted: str | None = None, log: Callable[[str], None] | None = None
 ) -> tuple[PairedCall, list[tuple[int, Interface]], list[str]]:
-    """The transform ``dataset[i]`` runs (:func:`perfsuite.harness.paired_call.choose`), its recorded call for each
+    """The transform ``dataset[i]`` runs (:func:`perfsuite.augment.paired_call.choose`), its recorded call for each
     index, and the other paired calls at its depth (what the choice left out)."""
     first = trace_item(dataset, indices[0])
     chosen = choose(first, wanted)
