@@ -19,7 +19,6 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from perfsuite.core import phases
 from perfsuite.core.knobs import Knobs
 from perfsuite.errors import AugmentationError, JobError, KnobError, PerfsuiteError
 from perfsuite.harness import workers
@@ -306,6 +305,8 @@ def build_pipeline(
             "(a MixUp that blends images and leaves the masks alone trains on wrong labels). Write mixup=0.0; for "
             "segmentation use cutmix, which pastes mask regions with image regions."
         )
+    from perfsuite.core import phases  # here, not at the top: the recorded sites' lines above stay where they are
+
     torch.manual_seed(seed)
     device = torch.device(knobs.device)
     apply_backend_flags(knobs)
