@@ -15,7 +15,7 @@ HELP = "record a GPU runner's demand (its step's speed of light) from its Result
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION", help="add: record a demand; show: list them")
     add = sub.add_parser("add", help="record the demand of Result or baseline files made on a GPU")
     add.add_argument("files", nargs="+", type=Path, metavar="FILE", help="Result (--json) or baseline files")
     add.add_argument("--provenance", default="", help="where the runs came from, kept beside the demand")

@@ -88,12 +88,12 @@ def describe(exc: BaseException, target: str) -> UserError | None:
 
 
 def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
-    """The run's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run` (read from its
+    """The run's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run_phases` (read from its
     driver, or, in a runner of before the driver, from its own locals)."""
     phase, steps = None, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_name == "run" and _resolved(code.co_filename) == _RUNNER:
+        if code.co_name in ("run", "run_phases") and _resolved(code.co_filename) == _RUNNER:
             local = tb.tb_frame.f_locals
             state = local.get("driver", None)  # the phases' state lives on the driver (perfsuite.harness.driver)
             if state is None or not isinstance(getattr(state, "phase", None), str):

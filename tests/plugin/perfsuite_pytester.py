@@ -69,10 +69,12 @@ def report_results(path: Path) -> list[dict]:
 
 def unfolded(result: pytest.RunResult) -> pytest.LineMatcher:
     """The session's output with perfsuite's folded summary lines joined again (the plugin folds each
-    ``perfsuite: ...`` line to the terminal's width, later parts indented by two spaces), to match a line whole."""
+    ``perfsuite: ...``, ``unavailable: ...`` and ``GPU telemetry: ...`` line to the terminal's width, later parts
+    indented by two spaces), to match a line whole."""
     lines: list[str] = []
+    heads = ("perfsuite: ", "unavailable:", "GPU telemetry: ")
     for line in result.outlines:
-        folded = line.startswith("  ") and not line.startswith("   ") and lines and lines[-1].startswith("perfsuite: ")
+        folded = line.startswith("  ") and not line.startswith("   ") and lines and lines[-1].startswith(heads)
         if folded and not line.lstrip().startswith("metric "):  # a verdict table's header follows its summary line
             lines[-1] += " " + line.strip()
         else:

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from perfsuite_pytester import run
+from perfsuite_pytester import run, unfolded
 
 from perfsuite.plugin import estimate
 
@@ -28,7 +28,7 @@ def test_the_estimate_is_the_default_first_then_the_recorded_runs(project, monke
     record = json.loads((Path(os.environ["PERFSUITE_CACHE"]) / estimate.RECORD).read_text())
     (seconds,) = record["cpu"]["smoke"].values()
     assert seconds > 0
-    first.stdout.fnmatch_lines(["perfsuite: phases of 1 run(s), in all: * s: set-up *, window *"])
+    unfolded(first).fnmatch_lines(["perfsuite: phases of 1 run(s), in all: * s: set-up *, window *"])
     second = run(project, "-p", "no:benchmark")
     second.stdout.fnmatch_lines(["*should take about * (1 from their runs recorded on this machine)"])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from perfsuite_pytester import run
+from perfsuite_pytester import run, unfolded
 
 pytest_plugins = ["pytester"]
 
@@ -72,7 +72,7 @@ def test_only_unavailable_thresholds_skip_with_the_reason(project):
     """)
     out = run(project, "-rs")
     out.assert_outcomes(skipped=1)
-    out.stdout.fnmatch_lines_random(
+    unfolded(out).fnmatch_lines_random(
         [
             "SKIPPED *.py:*: perfsuite: no threshold could be checked on this machine: "
             "gpu_util unavailable (min_gpu_util): *",
@@ -95,7 +95,7 @@ def test_unavailable_bounds_are_reported_while_the_others_decide(project):
     """)
     out = run(project, "--perfsuite-report-md", "perf.md")
     out.assert_outcomes(passed=1, failed=1)
-    out.stdout.fnmatch_lines_random(
+    unfolded(out).fnmatch_lines_random(
         [
             # the two GPU-only verdicts of a CPU run: one line under the table (each with its reason in it)
             "GPU telemetry: unavailable on a CPU run (1 metric: gpu_util; 2 verdicts, each with its reason above)",

@@ -158,15 +158,22 @@ def _generating(target: Path) -> Iterator[None]:
         return
     import fcntl
 
+    lock = target.parent / f".{target.name}.lock"
     try:
-        fd = os.open(target.parent / f".{target.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise _cache_error(target, exc) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # the lock file stays: removing it could let a third process lock a different file
+        # Removed while still held, so the cache holds nothing but datasets. A process that opened this file
+        # before, or makes a new one after, locks another file than a later one may, and that is safe: whoever
+        # holds a lock checks the manifest first, and it exists from the first holder's publish on (the only
+        # holder that generates is one that finds none, and the dataset is renamed into place whole).
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(fd)
 
 
 def _cache_error(target: Path, exc: OSError) -> DatasetError:
