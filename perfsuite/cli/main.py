@@ -58,42 +58,52 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command. Bad input and OS errors (a path that cannot be written) print one line and exit 2;
     Ctrl-C prints one line and exits 130, as a shell reports SIGINT; nothing half-written is left."""
-    from perfsuite.cli.hints import for_command
     from perfsuite.cli.validate import check
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    from perfsuite.harness.interrupts import Terminated, terminate_unwinds
+    from perfsuite.harness.interrupts import Terminated, ended_by_sigterm, terminate_unwinds
 
-    try:
-        check(args)  # every argument, name and output path, before any work
-        with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
+    with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
+        try:
+            check(args)  # every argument, name and output path, before any work
             return int(args.func(args))
-    except Terminated:
-        print(f"perfsuite: terminated (SIGTERM) in perfsuite {args.subcommand}; no result was written", file=sys.stderr)
-        return 143
-    except RunTimeout as exc:  # its stacks went to stderr as it fired: the message's first line is enough here
+        except (Exception, Terminated, KeyboardInterrupt) as exc:  # noqa: BLE001 - _failed raises perfsuite's own
+            # A CI job's time limit sends SIGTERM to the whole process group: a worker it killed is no crash.
+            if isinstance(exc, Terminated) or ended_by_sigterm(exc):
+                print(
+                    f"perfsuite: terminated (SIGTERM) in perfsuite {args.subcommand}; no result was written",
+                    file=sys.stderr,
+                )
+                return 143
+            return _failed(exc, args)
+
+
+def _failed(exc: BaseException, args: argparse.Namespace) -> int:
+    """The one line (and the user's own traceback) for what ended the command, and its exit status."""
+    from perfsuite.cli.hints import for_command
+
+    if isinstance(exc, RunTimeout):  # its stacks went to stderr as it fired: the message's first line is enough here
         print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
         return 2
-    except PerfsuiteError as exc:
+    if isinstance(exc, PerfsuiteError):
         print(f"perfsuite: error: {for_command(str(exc), args)}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    if isinstance(exc, OSError):
         print(f"perfsuite: error: {os_error_text(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
+    if isinstance(exc, KeyboardInterrupt):
         what = str(exc) or "interrupted (Ctrl-C); no result was written"
         print(f"perfsuite: {what}", file=sys.stderr)
         return 130
-    except Exception as exc:  # the user's step, Dataset or factory: their error, in their terms
-        from perfsuite.cli.user_errors import describe
+    from perfsuite.cli.user_errors import describe  # the user's step, Dataset or factory: their error, their terms
 
-        told = describe(exc, str(getattr(args, "workload", args.subcommand)))
-        if told is None:
-            raise  # perfsuite's own bug: its whole traceback
-        print(f"perfsuite: error: {told.line}", file=sys.stderr)
-        print(told.traceback, end="", file=sys.stderr)
-        return 2
+    told = describe(exc, str(getattr(args, "workload", args.subcommand)))
+    if told is None:
+        raise exc  # perfsuite's own bug: its whole traceback
+    print(f"perfsuite: error: {told.line}", file=sys.stderr)
+    print(told.traceback, end="", file=sys.stderr)
+    return 2
 
 
 def os_error_text(exc: OSError) -> str:

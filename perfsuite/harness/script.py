@@ -512,10 +512,12 @@ def _worker_died(script: Script, source: _ScriptSource, death: WorkerDeath, fetc
         if fetching
         else f"while the script ran training batch {driver.batches}"
     )
-    return ScriptError(
+    error = ScriptError(
         f"{script.command()}: its training {death.what()} {at} (epoch {source.epochs}, the {phase} phase); "
         f"{death.fix()}"
     )
+    error.worker_death = death  # the CLI tells a process group's SIGTERM (a CI time limit) from a crash by it
+    return error
 
 
 def _ended_early(script: Script, spec: Any, source: _ScriptSource, how: str = "ended") -> ScriptError:

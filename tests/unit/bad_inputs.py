@@ -39,6 +39,8 @@ class Case:
     slow: bool = False  # runs real work (a DataLoader worker, a script): @pytest.mark.slow in the test
     disk_full: bool = False  # every write fails with ENOSPC (mocked: os.fsync raises)
     sigterm_when: str | None = None  # a fresh process, sent SIGTERM once this glob matches in its TMPDIR
+    sigterm_after: float = 0.5  # ... and this many seconds more (the phase it lands in)
+    sigterm_group: bool = False  # ... to the process, then to its whole process group, as `timeout` and CI runners do
     held: str | None = None  # this --out file's lock is held (by another run) while the row runs
 
     def args(self) -> list[str]:
@@ -116,6 +118,22 @@ for x in DataLoader(Rows(), batch_size=4, num_workers=1):
 """
 
 
+# A script that trains until it is stopped, with 2 DataLoader workers.
+SPIN = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Noise(Dataset):
+    def __len__(self):
+        return 256
+    def __getitem__(self, i):
+        return torch.rand(3, 32, 32), i % 4
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+for epoch in range(10**6):
+    for x, y in DataLoader(Noise(), batch_size=8, num_workers=2):
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+"""
+
+
 def prepare(root: Path) -> Path:
     """The files the rows name, in ``root``; returns ``root``."""
     (root / "afile").write_text("x")
@@ -138,6 +156,7 @@ def prepare(root: Path) -> Path:
     (root / "jobs_syntax_ps.py").write_text("import torch\n\n\ndef make(:\n    pass\n")
     (root / "exit_mid.py").write_text(textwrap.dedent(EXIT_MID))
     (root / "worker_kill.py").write_text(textwrap.dedent(WORKER_KILL))
+    (root / "spin.py").write_text(textwrap.dedent(SPIN))
     return root
 
 
@@ -320,6 +339,33 @@ CASES = (
         slow=True,
         sigterm_when="perfsuite-stacks-*",
     ),
+    # termination of the process group (a CI job's time limit, `timeout`): its workers die of it too, which is
+    # not their crash; nothing left in TMPDIR (pymp-* included); at the start, in the window, and under exec
+    *(
+        Case(
+            f"run-group-sigterm-{when}",
+            "termination",
+            ("run", "gray_classifier", "--aug", "cpu", "--workers", "2", "--steps", "100000"),
+            "perfsuite: terminated (SIGTERM) in perfsuite run; no result was written",
+            exit=143,
+            slow=True,
+            sigterm_when="perfsuite-stacks-*",
+            sigterm_after=after,
+            sigterm_group=True,
+        )
+        for when, after in (("start", 0.0), ("window", 4.0))
+    ),
+    Case(
+        "exec-group-sigterm",
+        "termination",
+        ("exec", "--steps", "100000", "--", "python", "spin.py"),
+        "perfsuite: terminated (SIGTERM) in perfsuite exec; no result was written",
+        exit=143,
+        slow=True,
+        sigterm_when="perfsuite-stacks-*",
+        sigterm_after=2.0,
+        sigterm_group=True,
+    ),
     # concurrent write: another exec is writing the same --out
     Case(
         "exec-out-held",
@@ -332,8 +378,9 @@ CASES = (
 
 
 def sigterm_when_ready(case: Case, cwd: Path, env: dict[str, str], tmpdir: Path) -> tuple[int, str]:
-    """Run ``case`` in a fresh ``python -m perfsuite.cli`` whose TMPDIR is ``tmpdir``; SIGTERM it once
-    ``case.sigterm_when`` matches there (its run is under way); (exit status, stderr)."""
+    """Run ``case`` in a fresh ``python -m perfsuite.cli`` whose TMPDIR is ``tmpdir``; SIGTERM it (and then its
+    process group) once ``case.sigterm_when`` matches there (its run is under way); (exit status, stderr)."""
+    import os
     import signal
     import subprocess
     import sys
@@ -347,12 +394,15 @@ def sigterm_when_ready(case: Case, cwd: Path, env: dict[str, str], tmpdir: Path)
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=case.sigterm_group,  # its own process group, as a CI job's
     )
     deadline = time.monotonic() + 240
     while proc.poll() is None and not list(tmpdir.glob(case.sigterm_when)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(0.5)  # into the run's window
+    time.sleep(case.sigterm_after)  # into the run's phase
     proc.send_signal(signal.SIGTERM)
+    if case.sigterm_group:  # then the whole group, the DataLoader workers included, as `timeout` does
+        os.killpg(proc.pid, signal.SIGTERM)
     try:
         _, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
