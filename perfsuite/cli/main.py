@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command. Bad input and OS errors (a path that cannot be written) print one line and exit 2;
     Ctrl-C prints one line and exits 130, as a shell reports SIGINT; nothing half-written is left."""
-    from perfsuite.cli.validate import check
+    from perfsuite.cli.validate import check, written_files
+    from perfsuite.core.outlock import out_locks
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -67,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
         try:
             check(args)  # every argument, name and output path, before any work
-            return int(args.func(args))
+            words = sys.argv[1:] if argv is None else list(argv)
+            with out_locks(written_files(args), holder=" ".join(["perfsuite", *words])):  # one writer per file
+                return int(args.func(args))
         except (Exception, Terminated, KeyboardInterrupt) as exc:  # noqa: BLE001 - _failed raises perfsuite's own
             # A CI job's time limit sends SIGTERM to the whole process group: a worker it killed is no crash.
             if isinstance(exc, Terminated) or ended_by_sigterm(exc):

@@ -157,6 +157,7 @@ def prepare(root: Path) -> Path:
     (root / "exit_mid.py").write_text(textwrap.dedent(EXIT_MID))
     (root / "worker_kill.py").write_text(textwrap.dedent(WORKER_KILL))
     (root / "spin.py").write_text(textwrap.dedent(SPIN))
+    (root / "base.json").write_text((DATA / "base.json").read_text())
     return root
 
 
@@ -373,6 +374,28 @@ CASES = (
         ("exec", "--out", "same.json", "--", "python", "train.py"),
         "--out same.json is being written by another perfsuite run (pid",
         held="same.json",
+    ),
+    # ... and every other command that writes a Result, baseline or history: the second refuses before any work
+    Case(
+        "run-out-held",
+        "concurrent write",
+        ("run", "gray_classifier", "--out", "same.json"),
+        "--out same.json is being written by another perfsuite run (pid",
+        held="same.json",
+    ),
+    Case(
+        "accept-base-held",
+        "concurrent write",
+        ("accept", "{data}/head_same.json", "base.json"),
+        "BASE base.json is being written by another perfsuite run (pid",
+        held="base.json",
+    ),
+    Case(
+        "history-add-held",
+        "concurrent write",
+        ("history", "add", "{data}/base.json", "--history", "hist"),
+        "--history hist is being written by another perfsuite run (pid",
+        held="hist",
     ),
 )
 
