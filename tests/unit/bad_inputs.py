@@ -167,6 +167,19 @@ TUNE = ("--knobs", "num_workers", "--max-workers", "1", "--min-rounds", "4", "--
 CASES = (
     # range
     Case("run-steps", "range", ("run", "gray_classifier", "--steps", "1"), "--steps: 1 is below 2"),
+    # a step count no run could finish (a typo): refused before any work, not an OverflowError after the warm-up
+    Case(
+        "run-steps-huge",
+        "range",
+        ("run", "gray_classifier", "--steps", "999999999999"),
+        "--steps: 999999999999 is above 10000000, the most a run takes",
+    ),
+    Case(
+        "exec-warmup-huge",
+        "range",
+        ("exec", "--warmup", str(10**10), "--", "python", "train.py"),
+        "--warmup: 10000000000 is above 10000000",
+    ),
     Case("exec-loader", "range", ("exec", "--loader", "0", "--", "python", "train.py"), "loader='0'"),
     Case("compare-alpha", "range", ("compare", "{data}/base.json", "{data}/head_same.json", "--alpha", "2"), "--alpha"),
     Case("ab-budget", "range", ("ab", "--budget", "1", "HEAD~1", "HEAD"), "--budget 1: one round is 4"),
