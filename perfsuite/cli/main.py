@@ -101,12 +101,18 @@ def _failed(exc: BaseException, args: argparse.Namespace) -> int:
         return 130
     from perfsuite.cli.user_errors import describe  # the user's step, Dataset or factory: their error, their terms
 
-    told = describe(exc, str(getattr(args, "workload", args.subcommand)))
+    told = describe(exc, str(getattr(args, "workload", None) or _script_command(args) or args.subcommand))
     if told is None:
         raise exc  # perfsuite's own bug: its whole traceback
     print(f"perfsuite: error: {told.line}", file=sys.stderr)
     print(told.traceback, end="", file=sys.stderr)
     return 2
+
+
+def _script_command(args: argparse.Namespace) -> str:
+    """``perfsuite exec``'s script, as the one line names it (``python train.py``)."""
+    command = [str(word) for word in getattr(args, "command", None) or () if isinstance(word, str)]
+    return " ".join(command[1:] if command[:1] == ["--"] else command)
 
 
 def os_error_text(exc: OSError) -> str:

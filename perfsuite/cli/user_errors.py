@@ -63,6 +63,9 @@ def describe(exc: BaseException, target: str) -> UserError | None:
             "",
         )
     raised = _WORKER_RAISED.search(text)
+    collate = _collate(exc, target, f"{where}{at}", raised.group(2) if raised else None)
+    if collate is not None:
+        return collate
     if raised:
         kind, worker, head, body = raised.groups()
         frames = users_traceback_text(body)
@@ -86,18 +89,38 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     return UserError(f"job {target!r} raised {type(exc).__name__} in {part}{where}{at}: {first_line}", body)
 
 
+def _collate(exc: BaseException, target: str, when: str, worker: str | None) -> UserError | None:
+    """A batch torch's collate could not make, in one line naming the odd sample and the ``__getitem__`` that made
+    it (:mod:`perfsuite.cli.bad_sample`); torch's frames and perfsuite's are no help, so no traceback follows."""
+    from perfsuite.cli.bad_sample import collate_failure, describe_failure
+
+    found = collate_failure(exc)
+    if found is None:
+        return None
+    last = [line for line in str(exc).strip().splitlines() if line.strip()][-1]
+    error = last if worker is not None else f"{type(exc).__name__}: {last}"
+    by = f" (DataLoader worker {worker})" if worker is not None else ""
+    return UserError(f"job {target!r}{by}{when}: {describe_failure(found, error)}", "")
+
+
+# The frames whose ``driver`` local holds the run's phase: a job's run, and a script's (perfsuite exec).
+_DRIVERS = {("run", ("harness", "runner.py")), ("_drive", ("harness", "script.py"))}
+
+
 def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
     """The run's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run` (read from its
     driver, or, in a runner of before the driver, from its own locals)."""
     phase, steps = None, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_name == "run" and code.co_filename.endswith(str(Path("harness", "runner.py"))):
+        if (code.co_name, Path(code.co_filename).parts[-2:]) in _DRIVERS:
             local = tb.tb_frame.f_locals
             state = local.get("driver", None)  # the phases' state lives on the driver (perfsuite.harness.driver)
             if state is None or not isinstance(getattr(state, "phase", None), str):
                 state = None
             phase = state.phase if state is not None else local.get("phase")
+            failed_in = getattr(local.get("source"), "failed_in", None)  # a script's fetch: its phase then (not now)
+            phase = failed_in if isinstance(failed_in, str) and failed_in else phase
             phase = phase if isinstance(phase, str) else None
             k = getattr(state, "k", None) if state is not None else local.get("k")
             steps = k if isinstance(k, int) and k > 0 and phase != "set-up" else None

@@ -26,6 +26,7 @@ CLASSES = (
     "script exit",
     "termination",
     "concurrent write",
+    "bad sample",
 )
 
 
@@ -68,6 +69,8 @@ class Rows(Dataset):
             raise ValueError(f"row {i} is corrupt")
         if self.fault == "segv" and i >= 8:
             os.kill(os.getpid(), signal.SIGSEGV)
+        if self.fault == "none" and i == 5:
+            return None  # a careless Dataset: the collate of its batch fails
         return torch.zeros(3), torch.tensor(0)
 
 
@@ -86,6 +89,8 @@ def make(fault=None, workers=0):
 register_job("bad_step", lambda device=None: make("step"))
 register_job("bad_data", lambda device=None: make("raise"))
 register_job("segv_data", lambda device=None: make("segv", workers=1))
+register_job("none_data", lambda device=None: make("none", workers=2))
+register_job("none_data_inline", lambda device=None: make("none"))
 """
 
 
@@ -134,6 +139,21 @@ for epoch in range(10**6):
 """
 
 
+# A script whose Dataset returns None for sample 5: torch's collate fails on its batch, in a worker.
+NONE_SAMPLE = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Rows(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return None if i == 5 else (torch.zeros(3), 0)
+model = torch.nn.Linear(3, 2)
+for x, y in DataLoader(Rows(), batch_size=4, num_workers=2):
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+"""
+
+
 def prepare(root: Path) -> Path:
     """The files the rows name, in ``root``; returns ``root``."""
     (root / "afile").write_text("x")
@@ -157,6 +177,7 @@ def prepare(root: Path) -> Path:
     (root / "exit_mid.py").write_text(textwrap.dedent(EXIT_MID))
     (root / "worker_kill.py").write_text(textwrap.dedent(WORKER_KILL))
     (root / "spin.py").write_text(textwrap.dedent(SPIN))
+    (root / "none_sample.py").write_text(textwrap.dedent(NONE_SAMPLE))
     (root / "base.json").write_text((DATA / "base.json").read_text())
     return root
 
@@ -301,6 +322,29 @@ CASES = (
         "user exception",
         ("run", "bad_data", *JOB),
         "job 'bad_data' raised ValueError in its Dataset",
+    ),
+    # bad sample: a Dataset returning None for sample 5; the collate of its batch fails (in a worker, or not)
+    Case(
+        "run-none-sample",
+        "bad sample",
+        ("run", "none_data", *JOB),
+        "job 'none_data' (DataLoader worker 1) in the measured window: its Dataset's sample 5 is None where sample 0 "
+        "is a tuple of 2 (a Tensor, a Tensor), so torch's collate could not batch it",
+        slow=True,
+    ),
+    Case(
+        "run-none-sample-inline",
+        "bad sample",
+        ("run", "none_data_inline", *JOB),
+        "its Dataset's sample 5 is None where sample 0 is a tuple of 2 (a Tensor, a Tensor)",
+    ),
+    Case(
+        "exec-none-sample",
+        "bad sample",
+        ("exec", *SCRIPT, "none_sample.py"),
+        "job 'python none_sample.py' (DataLoader worker 1) in the measured window: its Dataset's sample 5 is None "
+        "where sample 0 is a tuple of 2 (a Tensor, an int)",
+        slow=True,
     ),
     # worker signal
     # torch reports the death either with its signal or, when it notices while unpickling a batch, without it
