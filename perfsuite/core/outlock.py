@@ -32,7 +32,7 @@ def out_lock(out: Path | None, flag: str = "--out", holder: str = "") -> Iterato
         return
     import fcntl
 
-    path = lock_path(out)
+    path = lock_path(out).absolute()  # removed where it was made, whatever the working directory is by then
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
