@@ -27,6 +27,7 @@ CLASSES = (
     "termination",
     "concurrent write",
     "bad sample",
+    "deadline",
 )
 
 
@@ -154,6 +155,22 @@ for x, y in DataLoader(Rows(), batch_size=4, num_workers=2):
 """
 
 
+# A script whose Dataset's reads block (a dead network mount): perfsuite check stops at its deadline.
+BLOCKED = """
+import time
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Rows(Dataset):
+    def __len__(self):
+        return 16
+    def __getitem__(self, i):
+        time.sleep(10**6)
+model = torch.nn.Conv2d(3, 2, 1)
+for x, y in DataLoader(Rows(), batch_size=4):
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+"""
+
+
 def prepare(root: Path) -> Path:
     """The files the rows name, in ``root``; returns ``root``."""
     (root / "afile").write_text("x")
@@ -178,6 +195,7 @@ def prepare(root: Path) -> Path:
     (root / "worker_kill.py").write_text(textwrap.dedent(WORKER_KILL))
     (root / "spin.py").write_text(textwrap.dedent(SPIN))
     (root / "none_sample.py").write_text(textwrap.dedent(NONE_SAMPLE))
+    (root / "blocked.py").write_text(textwrap.dedent(BLOCKED))
     (root / "base.json").write_text((DATA / "base.json").read_text())
     return root
 
@@ -345,6 +363,13 @@ CASES = (
         "job 'python none_sample.py' (DataLoader worker 1) in the measured window: its Dataset's sample 5 is None "
         "where sample 0 is a tuple of 2 (a Tensor, an int)",
         slow=True,
+    ),
+    # deadline: a Dataset whose dataset[i] blocks stops perfsuite check at its deadline (120 s unless told)
+    Case(
+        "check-blocked-dataset",
+        "deadline",
+        ("check", "--num-classes", "2", "--deadline", "1", "--", "python", "blocked.py"),
+        "blocked.py:9 in __getitem__): the Dataset's read blocks",  # after: Rows[0] did not return within 1 s (at
     ),
     # worker signal
     # torch reports the death either with its signal or, when it notices while unpickling a batch, without it
