@@ -202,9 +202,9 @@ def terminate_unwinds() -> Iterator[None]:
             return  # half-built by the interrupted run; the process is ending
         hook(unraisable)
 
-    from multiprocessing import util
+    from perfsuite.harness.socket_folder import share_socket_folder
 
-    util.get_temp_dir()  # made now, so the DataLoader workers forked later put their sockets in it (see above)
+    share_socket_folder()  # made now, so the DataLoader workers forked later put their sockets in it (see above)
     previous = signal.signal(signal.SIGTERM, terminated)
     sys.unraisablehook = dropped
     try:

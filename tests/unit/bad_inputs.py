@@ -124,8 +124,9 @@ for x in DataLoader(Rows(), batch_size=4, num_workers=1):
 """
 
 
-# A script that trains until it is stopped, with 2 DataLoader workers.
+# A script that trains until it is stopped, with 2 DataLoader workers; TMPDIR/spin-training says it is training.
 SPIN = """
+import os, tempfile
 import torch
 from torch.utils.data import DataLoader, Dataset
 class Noise(Dataset):
@@ -137,6 +138,7 @@ model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
 for epoch in range(10**6):
     for x, y in DataLoader(Noise(), batch_size=8, num_workers=2):
         torch.nn.functional.cross_entropy(model(x), y).backward()
+        open(os.path.join(tempfile.gettempdir(), "spin-training"), "w").close()
 """
 
 
@@ -445,8 +447,8 @@ CASES = (
         "perfsuite: terminated (SIGTERM) in perfsuite exec; no result was written",
         exit=143,
         slow=True,
-        sigterm_when="perfsuite-stacks-*",
-        sigterm_after=2.0,
+        sigterm_when="spin-training",
+        sigterm_after=1.0,
         sigterm_group=True,
     ),
     # concurrent write: another exec is writing the same --out
