@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from perfsuite.core.outlock import out_locks
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     from perfsuite.harness.interrupts import Terminated, ended_by_sigterm, terminate_unwinds
 
     with terminate_unwinds():  # SIGTERM: the run unwinds, exit handlers clean TMPDIR, exit 143
@@ -80,6 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 return 143
             return _failed(exc, args)
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, but a command's ``LATE_POSITIONALS`` list also takes the words after its options."""
+    args, extra = parser.parse_known_args(argv)
+    late = getattr(importlib.import_module(f"perfsuite.cli.{args.subcommand}"), "LATE_POSITIONALS", None)
+    if extra and late is not None and not any(word.startswith("-") for word in extra):
+        setattr(args, late, [*getattr(args, late), *extra])
+        extra = []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _failed(exc: BaseException, args: argparse.Namespace) -> int:

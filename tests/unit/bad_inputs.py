@@ -295,6 +295,12 @@ CASES = (
         ("compare", "{data}/base.json", "{data}/head_same.json", "--png", "adir"),
         "--png adir: is a directory",
     ),
+    Case(  # the FILE after an option is still the FILE (argparse alone said "unrecognized arguments")
+        "history-add-file-after-option",
+        "path",
+        ("history", "add", "--history", "hist", "missing.json"),
+        "history add: no such file or folder: missing.json",
+    ),
     Case("monitor-json-parent", "path", ("monitor", "--json", "missing/m.json"), "its directory missing"),
     Case("compare-dev-null", "path", ("compare", "{data}/base.json", "/dev/null"), "/dev/null is a device or pipe"),
     # unknown name
