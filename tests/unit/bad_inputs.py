@@ -184,6 +184,9 @@ def prepare(root: Path) -> Path:
     base = json.loads((DATA / "base.json").read_text())
     base["metrics"]["step_ms"]["value"] = -3.0
     (root / "negative.json").write_text(json.dumps(base))
+    counted = json.loads((DATA / "base.json").read_text())
+    counted["metrics"]["syncs_per_step"]["detail"] = {"by_site": [{"site": "train.py:9", "samples": -4}]}
+    (root / "negative_count.json").write_text(json.dumps(counted))
     (root / "notjson.json").write_text('{"schema_version": 1, "workload": ')
     other = json.loads((DATA / "base.json").read_text())
     other["workload"] = "captcha_slider"
@@ -321,6 +324,12 @@ CASES = (
         "corrupt file",
         ("compare", "{data}/base.json", "negative.json"),
         "field 'metrics.step_ms.value' is -3.0",
+    ),
+    Case(  # a hand-edited count in a metric's detail
+        "compare-negative-count",
+        "corrupt file",
+        ("compare", "{data}/base.json", "negative_count.json"),
+        "field 'metrics.syncs_per_step.detail.by_site[0].samples' is -4; it must be >= 0 (a count cannot be negative)",
     ),
     Case("compare-empty", "corrupt file", ("compare", "{data}/base.json", "empty.json"), "empty.json is empty"),
     Case("compare-not-json", "corrupt file", ("compare", "{data}/base.json", "notjson.json"), "is not valid JSON"),
