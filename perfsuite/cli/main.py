@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from perfsuite.errors import PerfsuiteError, RunTimeout
 
@@ -69,8 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             check(args)  # every argument, name and output path, before any work
             words = sys.argv[1:] if argv is None else list(argv)
-            with out_locks(written_files(args), holder=" ".join(["perfsuite", *words])):  # one writer per file
-                return int(args.func(args))
+            stdout, sys.stdout = sys.stdout, NamedStdout(sys.stdout)
+            try:
+                with out_locks(written_files(args), holder=" ".join(["perfsuite", *words])):  # one writer per file
+                    status = int(args.func(args))
+                    sys.stdout.flush()  # stdout on a full disk fails here, where its path can still be named
+                    return status
+            finally:
+                sys.stdout = stdout
         except (Exception, Terminated, KeyboardInterrupt) as exc:  # noqa: BLE001 - _failed raises perfsuite's own
             # A CI job's time limit sends SIGTERM to the whole process group: a worker it killed is no crash.
             if isinstance(exc, Terminated) or ended_by_sigterm(exc):
@@ -125,6 +131,44 @@ def _script_command(args: argparse.Namespace) -> str:
     """``perfsuite exec``'s script, as the one line names it (``python train.py``)."""
     command = [str(word) for word in getattr(args, "command", None) or () if isinstance(word, str)]
     return " ".join(command[1:] if command[:1] == ["--"] else command)
+
+
+class NamedStdout:
+    """``sys.stdout`` while a command runs: a write that fails (a full disk under ``> out.txt``) names stdout and
+    where it was redirected, which the OSError alone does not."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _named(self, exc: OSError) -> OSError:
+        if exc.filename is None:
+            exc.filename = f"stdout ({_stdout_path(self._stream)})"
+        return exc
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _stdout_path(stream: Any) -> str:
+    """Where stdout goes (``/dev/full``, ``out.txt``), as the user redirected it."""
+    import os
+
+    try:
+        return os.readlink(f"/proc/self/fd/{stream.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return "where it was redirected"
 
 
 def os_error_text(exc: OSError) -> str:
