@@ -187,6 +187,8 @@ def prepare(root: Path) -> Path:
     counted = json.loads((DATA / "base.json").read_text())
     counted["metrics"]["syncs_per_step"]["detail"] = {"by_site": [{"site": "train.py:9", "samples": -4}]}
     (root / "negative_count.json").write_text(json.dumps(counted))
+    bench = {"machine_info": {"node": "ci"}, "commit_info": {}, "benchmarks": [{"name": "test_a", "stats": {}}]}
+    (root / "benchmark.json").write_text(json.dumps(bench))
     (root / "notjson.json").write_text('{"schema_version": 1, "workload": ')
     other = json.loads((DATA / "base.json").read_text())
     other["workload"] = "captcha_slider"
@@ -330,6 +332,12 @@ CASES = (
         "corrupt file",
         ("compare", "{data}/base.json", "negative_count.json"),
         "field 'metrics.syncs_per_step.detail.by_site[0].samples' is -4; it must be >= 0 (a count cannot be negative)",
+    ),
+    Case(  # another tool's file: named as such, with no advice meant for perfsuite's own developers
+        "compare-pytest-benchmark",
+        "corrupt file",
+        ("compare", "{data}/base.json", "benchmark.json"),
+        "benchmark.json: a pytest-benchmark file (no schema_version): compare it with the tool that wrote it",
     ),
     Case("compare-empty", "corrupt file", ("compare", "{data}/base.json", "empty.json"), "empty.json is empty"),
     Case("compare-not-json", "corrupt file", ("compare", "{data}/base.json", "notjson.json"), "is not valid JSON"),
