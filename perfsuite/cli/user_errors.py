@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from perfsuite.core.user_frames import PERFSUITE_DIR, is_users_file, users_traceback_text
-from perfsuite.harness.worker_death import worker_death
+from perfsuite.harness.worker_death import death_in_chain
 
 # The runner's names for its phases, in the words the one line uses.
 PHASES = {
@@ -48,7 +48,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     where = " " + PHASES.get(phase or "", _before_the_run(exc.__traceback__))
     at = f" ({steps} step(s) done)" if steps else ""
     text = str(exc)
-    death = worker_death(exc)
+    death = death_in_chain(exc)  # torch raises it wherever the main thread is: a failing cleanup may hide it
     if death is not None and death.signal is not None:
         return UserError(
             f"job {target!r}: {death.what()}{where}{at}; its Dataset or collate crashed (native code, or memory); "

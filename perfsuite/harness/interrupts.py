@@ -231,19 +231,14 @@ def ended_by_sigterm(exc: BaseException) -> bool:
     """
     import time
 
-    from perfsuite.harness.worker_death import worker_death
+    from perfsuite.harness.worker_death import death_in_chain, exception_chain
 
     seen = SIGTERM_SEEN
     seen.quiet = True
-    chain: list[BaseException] = []
-    link: BaseException | None = exc
-    while link is not None and len(chain) < 16:
-        chain.append(link)
-        link = link.__cause__ or link.__context__
-    if seen.at is not None or any(isinstance(e, Terminated) for e in chain):
+    if seen.at is not None or any(isinstance(link, Terminated) for link in exception_chain(exc)):
         return True
-    deaths = [getattr(e, "worker_death", None) or worker_death(e) for e in chain]
-    if not any(d is not None and (d.signal is None or d.signal.startswith("SIGTERM")) for d in deaths):
+    death = death_in_chain(exc)
+    if death is None or not (death.signal is None or death.signal.startswith("SIGTERM")):
         return False
     deadline = time.monotonic() + GROUP_SIGTERM_S
     while seen.at is None and time.monotonic() < deadline:

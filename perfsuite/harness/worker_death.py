@@ -59,3 +59,24 @@ def signal_name(text: str) -> str:
         if signal.strsignal(sig) == text:
             return f"{sig.name} ({text})"
     return text
+
+
+def exception_chain(exc: BaseException, limit: int = 16) -> list[BaseException]:
+    """``exc`` and what it was raised from or during, outermost first (at most ``limit``)."""
+    out: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and len(out) < limit:
+        out.append(link)
+        link = link.__cause__ or link.__context__
+    return out
+
+
+def death_in_chain(exc: BaseException) -> WorkerDeath | None:
+    """The worker death ``exc`` or what it was raised from reports (torch's SIGCHLD handler raises it in whatever
+    code runs then: a cleanup that fails after it, joining a thread it kept from starting, hides it), or None.
+    A :class:`perfsuite.errors.ScriptError` carries it as ``worker_death``."""
+    for link in exception_chain(exc):
+        found = getattr(link, "worker_death", None) or worker_death(link)
+        if isinstance(found, WorkerDeath):
+            return found
+    return None
