@@ -103,6 +103,7 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
 def _failed(exc: BaseException, args: argparse.Namespace) -> int:
     """The one line (and the user's own traceback) for what ended the command, and its exit status."""
     from perfsuite.cli.hints import for_command
+    from perfsuite.harness.worker_death import handover_broken
 
     if isinstance(exc, RunTimeout):  # its stacks went to stderr as it fired: the message's first line is enough here
         print(f"perfsuite: error: {for_command(str(exc).splitlines()[0], args)}", file=sys.stderr)
@@ -110,7 +111,7 @@ def _failed(exc: BaseException, args: argparse.Namespace) -> int:
     if isinstance(exc, PerfsuiteError):
         print(f"perfsuite: error: {for_command(str(exc), args)}", file=sys.stderr)
         return 2
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and not handover_broken(exc):  # else: a DataLoader worker died, told below
         print(f"perfsuite: error: {os_error_text(exc)}", file=sys.stderr)
         return 2
     if isinstance(exc, KeyboardInterrupt):

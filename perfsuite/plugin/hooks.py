@@ -333,7 +333,7 @@ class PerfRun:
         except (RunTimeout, RankError, DatasetError) as exc:  # a hang, a failed rank, a damaged cache: this test fails
             failure = f"perfsuite: {exc}"
         except OSError as exc:  # a path perfsuite writes (the dataset cache): one line, not a traceback
-            failure = f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+            failure = _worker_died(exc) or f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
         except RuntimeError as exc:  # torch's, for a DataLoader worker that died (a segfault): one line, not torch's
             failure = _worker_died(exc)
             if failure is None:

@@ -157,5 +157,9 @@ def test_a_dataloader_worker_that_segfaults_fails_the_test_in_one_line(project):
         "-p", "perfsuite", "--perfsuite-observe-steps", "0", "--perfsuite-loader-timeout", "0"
     )
     out.assert_outcomes(failed=1)
-    out.stdout.fnmatch_lines(["*perfsuite: DataLoader worker (pid *) was killed by signal*"])
+    said = [line for line in out.stdout.lines if line.startswith("perfsuite: ")]
+    # torch reads the death by its signal, or (under load) as the worker's socket reset mid hand-over
+    assert len(said) == 1 and said[0].startswith(
+        ("perfsuite: DataLoader worker (pid ", "perfsuite: a DataLoader worker died while handing over a batch")
+    ), said
     assert "dataloader.py" not in out.stdout.str()  # torch's frames are not shown

@@ -90,3 +90,18 @@ def test_a_worker_killed_by_the_groups_sigterm_is_the_termination_not_a_crash(
         else:
             monkeypatch.setattr(interrupts, "GROUP_SIGTERM_S", 0.2)
         assert interrupts.ended_by_sigterm(_WorkerGone(text)) is ended
+
+
+def test_a_batch_handover_reset_by_a_dying_worker_is_a_worker_death():
+    """Under load torch may read the death as the worker's socket reset mid hand-over (ConnectionResetError)."""
+    from perfsuite.harness import worker_death
+
+    def receive() -> None:  # what multiprocessing's resource_sharer frame raises
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    receive.__code__ = receive.__code__.replace(co_filename="/usr/lib/python3.11/multiprocessing/resource_sharer.py")
+    with pytest.raises(ConnectionResetError) as caught:
+        receive()
+    death = worker_death.worker_death(caught.value)
+    assert death is not None and death.what().startswith("a DataLoader worker died while handing over a batch")
+    assert worker_death.worker_death(ConnectionResetError(104, "elsewhere")) is None
