@@ -134,6 +134,7 @@ class ScriptError(JobError):
     def __init__(self, message: str, script_traceback: str = "") -> None:
         super().__init__(message)
         self.script_traceback = script_traceback
+        self.worker_death: object = None  # a DataLoader worker's death (harness.worker_death.WorkerDeath) it reports
 
 
 class RankError(PerfsuiteError):

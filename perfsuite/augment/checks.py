@@ -771,6 +771,6 @@ def check_paired_augmentation(
     except Flaky as exc:
         raise flaky_advice(exc) from exc
     except PropertyViolation as exc:
-        if budget.limit is not None and exc.args:
+        if (budget.limit is not None or budget.out_of_time) and exc.args:
             exc.args = (f"{exc.args[0]}\n[{budget.describe()}]", *exc.args[1:])
         raise

@@ -101,7 +101,7 @@ class PairedCall:
             module, function = wanted.split(":", 1)
             stem = Path(self.defined.file).stem
             in_module = module in (self.module, stem) or self.module.endswith("." + module)
-            return in_module and function in (qualname(self.code), self.code.co_name)
+            return (in_module and function in (qualname(self.code), self.code.co_name)) or wanted in _words(self.name)
         return wanted in _words(self.name) or wanted == self.code.co_name
 
 
@@ -225,6 +225,18 @@ def _has_image_like(values: Iterator[Any]) -> bool:
     return False
 
 
+def _global_name(caller: FrameType | None, bound: Any) -> str | None:
+    """``module:NAME`` when the object called is a global of the calling module (``AUG = Compose([...])``), so
+    ``--transform NAME`` can name it; None otherwise."""
+    if caller is None:
+        return None
+    names = [k for k, v in caller.f_globals.items() if v is bound and not k.startswith("__")]
+    if not names:
+        return None
+    module = str(caller.f_globals.get("__name__", "?"))
+    return f"{Path(caller.f_code.co_filename).stem if module == '__main__' else module}:{names[0]}"
+
+
 def _holder(frame: FrameType | None, bound: Any, fn: Any) -> tuple[str, str | None]:
     """(the class of the Dataset whose ``__getitem__`` made the call, ``Dataset.attr`` when the callable or the
     object it is bound to is that Dataset's attribute or method)."""
@@ -332,6 +344,8 @@ class _Profiler:
             name = holder if holder.endswith("." + code.co_name) else f"{holder} ({what})"
         elif bound is None:
             name = f"{Path(code.co_filename).stem if module == '__main__' else module}:{qualname(code)}"
+        elif (named := _global_name(caller, bound)) is not None:  # AUG = Compose([...]) at module level: AUG(...)
+            name = f"{named} ({what})"
         else:
             name = what
         defined = Site(code.co_filename, code.co_firstlineno, qualname(code, bound))

@@ -9,13 +9,16 @@ failure it lets ``calls`` more inputs run; past that, an input not already seen 
 fail runs again and fails again. Hypothesis's final replay of the smallest failure therefore still fails,
 and what is printed is the smallest failure found within the budget.
 
-The budget applies to a derandomized search (the ``ci`` profile: one fixed run whose failure must be
-reported fast); ``dev`` and ``nightly`` shrink fully.
+The budget of calls applies to a derandomized search (the ``ci`` profile: one fixed run whose failure must be
+reported fast); ``dev`` and ``nightly`` shrink until no smaller input fails, but in any profile the shrink
+stops :data:`SHRINK_S` seconds after the first failure (a slow callable under ``dev`` once took 64-108 s to
+report a failure found in 0.35 s), so a failing check reports within 30 s of finding it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 
 CI_SHRINK_CALLS = 100  # enough to reach B <= 2 and sides <= 40 on the negative controls (tests/property)
+SHRINK_S: float | None = 20.0  # the most seconds any search shrinks after its first failure: reported within 30 s of it
 
 
 def shrink_calls_for(settings: Any, requested: int | None) -> int | None:
@@ -62,9 +66,13 @@ def _feed(digest: Any, part: Any) -> None:
 
 @dataclass
 class ShrinkBudget:
-    """Counts the calls of a property test and stops the shrinker's work after ``limit`` calls (None: no bound)."""
+    """Counts the calls of a property test and stops the shrinker's work after ``limit`` calls (None: no bound),
+    or ``seconds`` after the first failure (None: no bound), whichever comes first."""
 
     limit: int | None
+    seconds: float | None = field(default_factory=lambda: SHRINK_S)
+    clock: Callable[[], float] = time.monotonic
+    first_failure_at: float | None = None
     calls: int = 0  # every call, the generation phase's included
     calls_after_failure: int = 0  # the shrink steps that ran the callable
     skipped: int = 0  # shrink candidates answered without running, once the budget was spent
@@ -83,15 +91,29 @@ class ShrinkBudget:
         try:
             body()
         except BaseException:
+            if self.first_failure_at is None:
+                self.first_failure_at = self.clock()
             self.failed.add(key)
             raise
 
     @property
+    def out_of_time(self) -> bool:
+        """The shrink has run ``seconds`` since the first failure."""
+        started = self.first_failure_at
+        return self.seconds is not None and started is not None and self.clock() - started >= self.seconds
+
+    @property
     def exhausted(self) -> bool:
-        return self.limit is not None and bool(self.failed) and self.calls_after_failure >= self.limit
+        spent = self.limit is not None and bool(self.failed) and self.calls_after_failure >= self.limit
+        return spent or self.out_of_time
 
     def describe(self) -> str:
         """One clause for the failure's message: how far the shrink went."""
+        if self.out_of_time and (self.limit is None or self.calls_after_failure < self.limit):
+            return (
+                f"shrunk for {self.seconds:g} s after the first failure ({self.calls_after_failure} shrink calls; "
+                "the smallest found in that time, so that a failure is reported within 30 s)"
+            )
         if self.limit is None:
             return f"shrunk fully ({self.calls_after_failure} shrink calls)"
         state = "budget spent" if self.exhausted else "smallest found"

@@ -57,7 +57,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the strict and sub-pixel alignment pass (default: when the transform keeps colours up to a "
         "per-channel affine map, such as Normalize)",
     )
+    p.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="the most seconds one dataset[i] may take before the check stops (default 120, perfsuite exec's floor)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS (or -- python -m module ARGS)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; write e.g. 300") from None
+    if not 0 < value < 10**7:
+        raise argparse.ArgumentTypeError(f"{text} seconds: write a number above 0 and below 10000000, e.g. 300")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -124,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 subpixel=args.subpixel,
                 transform=args.transform,
                 log=note,
+                **({"deadline_s": args.deadline} if args.deadline is not None else {}),
             )
     except ScriptError:
         raise

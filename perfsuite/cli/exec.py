@@ -129,22 +129,21 @@ def run(args: argparse.Namespace) -> int:
 
     from perfsuite.cli.progress import phase_progress
     from perfsuite.cli.script_ranks import run_ranks, wants_ranks
-    from perfsuite.core.outlock import out_lock
 
-    with out_lock(args.out):  # a second exec --out of the same file refuses before any work (core/outlock.py)
-        try:  # each phase's progress on a terminal, as perfsuite run's (nothing drawn inside the measured window)
-            with quiet, phase_progress("perfsuite exec") as show:
-                if wants_ranks(args):
-                    result = run_ranks(script, spec, args, "exec")
-                else:
-                    result = run_job(dataclasses.replace(spec, progress=show))
-        except ScriptError as exc:
-            if exc.script_traceback:
-                print(exc.script_traceback, end="", file=sys.stderr)
-            raise
-        if args.out is not None:
-            _write(args.out, result, args.overwrite)
-            print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
+    # --out is locked by perfsuite.cli.main for the whole command: a second exec --out of it refuses
+    try:  # each phase's progress on a terminal, as perfsuite run's (nothing drawn inside the measured window)
+        with quiet, phase_progress("perfsuite exec") as show:
+            if wants_ranks(args):
+                result = run_ranks(script, spec, args, "exec")
+            else:
+                result = run_job(dataclasses.replace(spec, progress=show))
+    except ScriptError as exc:
+        if exc.script_traceback:
+            print(exc.script_traceback, end="", file=sys.stderr)
+        raise
+    if args.out is not None:
+        _write(args.out, result, args.overwrite)
+        print(f"perfsuite exec: wrote {args.out} (the Result, for perfsuite compare)", file=sys.stderr)
     if args.json and result.script is not None:  # the table says it; JSON on stdout, so say it here too
         print(f"perfsuite exec: {result.script.describe()}", file=sys.stderr)
     from perfsuite.cli.hints import for_command

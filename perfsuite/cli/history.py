@@ -23,6 +23,11 @@ DESCRIPTION = (
 ACTIONS = ("add", "import", "show", "summary")
 
 
+# FILEs also after an option (history add --history D FILE): argparse gives a positional only what comes before
+# the first option, so perfsuite.cli.main adds the words left over to it.
+LATE_POSITIONALS = "files"
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=ACTIONS, help="add: this commit's Results; import: SHA=FILE pairs; show; summary")
     p.add_argument(

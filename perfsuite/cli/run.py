@@ -18,6 +18,7 @@ from perfsuite.cli.common import (
     import_modules,
     knobs_from_args,
 )
+from perfsuite.errors import PerfsuiteError
 
 HELP = "run one workload or job with knobs and probes; print its metrics"
 DESCRIPTION = (
@@ -193,7 +194,8 @@ def _run(args: argparse.Namespace, note: Any) -> int:
                 runs.append(run_job(dataclasses.replace(spec, progress=show)))
         result = runs[-1]
         if args.out is not None:
-            print(f"perfsuite run: wrote {write_runs(args.out, args.workload, runs)}", file=sys.stderr)
+            wrote = write_runs(args.out, args.workload, runs, overwrite=args.overwrite)
+            print(f"perfsuite run: wrote {wrote}", file=sys.stderr)
     if demand is not None:
         from perfsuite.judge.starvation import predict, with_prediction
 
@@ -202,21 +204,28 @@ def _run(args: argparse.Namespace, note: Any) -> int:
     return 0
 
 
-def write_runs(path: Path, name: str, runs: list[Any]) -> Path:
+def write_runs(path: Path, name: str, runs: list[Any], overwrite: bool = True) -> Path:
     """One run as a Result file; several as a baseline file holding them all (``runs``, oldest first), which
-    ``perfsuite compare`` judges step times against with the variance between them. Atomic."""
+    ``perfsuite compare`` judges step times against with the variance between them. Atomic; without
+    ``overwrite``, a file that appeared meanwhile is kept and the write refused."""
+    import os
+
     from perfsuite.core.tmpfiles import write_json_atomic, write_text_atomic
     from perfsuite.judge.baselines import BASELINE_SCHEMA_VERSION
 
-    if len(runs) == 1:
-        return write_text_atomic(path, runs[0].to_json() + "\n")
-    payload = {
-        "schema_version": BASELINE_SCHEMA_VERSION,
-        "test_id": name,
-        "result": runs[-1].to_dict(),
-        "runs": [r.to_dict() for r in runs],
-    }
-    return write_json_atomic(path, payload)
+    publish = os.replace if overwrite else os.link
+    try:
+        if len(runs) == 1:
+            return write_text_atomic(path, runs[0].to_json() + "\n", publish)
+        payload = {
+            "schema_version": BASELINE_SCHEMA_VERSION,
+            "test_id": name,
+            "result": runs[-1].to_dict(),
+            "runs": [r.to_dict() for r in runs],
+        }
+        return write_json_atomic(path, payload, publish)
+    except FileExistsError:
+        raise PerfsuiteError(f"--out {path} appeared while the run ran; pass --overwrite to replace it") from None
 
 
 def format_run(result: Any) -> str:

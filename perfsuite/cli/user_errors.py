@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from perfsuite.core.user_frames import PERFSUITE_DIR, is_users_file, users_traceback_text
-from perfsuite.harness.worker_death import worker_death
+from perfsuite.harness.worker_death import death_in_chain
 
 # The runner's names for its phases, in the words the one line uses.
 PHASES = {
@@ -49,7 +49,7 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     where = " " + PHASES.get(phase or "", _before_the_run(exc.__traceback__))
     at = f" ({steps} step(s) done)" if steps else ""
     text = str(exc)
-    death = worker_death(exc)
+    death = death_in_chain(exc)  # torch raises it wherever the main thread is: a failing cleanup may hide it
     if death is not None and death.signal is not None:
         return UserError(
             f"job {target!r}: {death.what()}{where}{at}; its Dataset or collate crashed (native code, or memory); "
@@ -64,6 +64,9 @@ def describe(exc: BaseException, target: str) -> UserError | None:
             "",
         )
     raised = _WORKER_RAISED.search(text)
+    collate = _collate(exc, target, f"{where}{at}", raised.group(2) if raised else None)
+    if collate is not None:
+        return collate
     if raised:
         kind, worker, head, body = raised.groups()
         frames = users_traceback_text(body)
@@ -87,18 +90,43 @@ def describe(exc: BaseException, target: str) -> UserError | None:
     return UserError(f"job {target!r} raised {type(exc).__name__} in {part}{where}{at}: {first_line}", body)
 
 
+def _collate(exc: BaseException, target: str, when: str, worker: str | None) -> UserError | None:
+    """A batch torch's collate could not make, in one line naming the odd sample and the ``__getitem__`` that made
+    it (:mod:`perfsuite.cli.bad_sample`); torch's frames and perfsuite's are no help, so no traceback follows."""
+    from perfsuite.cli.bad_sample import collate_failure, describe_failure
+
+    found = collate_failure(exc)
+    if found is None:
+        return None
+    last = [line for line in str(exc).strip().splitlines() if line.strip()][-1]
+    error = last if worker is not None else f"{type(exc).__name__}: {last}"
+    by = f" (DataLoader worker {worker})" if worker is not None else ""
+    return UserError(f"job {target!r}{by}{when}: {describe_failure(found, error)}", "")
+
+
+# The frames whose ``driver`` local holds the run's phase: a job's run, and a script's (perfsuite exec).
+# The functions whose frames hold the run's driver, by name and by the file they are in (told by where perfsuite is,
+# never by a folder's name): a Job's loop (runner.run_phases) and a script's (script/drive.py's _drive).
+_DRIVERS = {
+    ("run_phases", str(Path(PERFSUITE_DIR, "harness", "runner.py"))),
+    ("_drive", str(Path(PERFSUITE_DIR, "harness", "script", "drive.py"))),
+}
+
+
 def _phase(tb: TracebackType | None) -> tuple[str | None, int | None]:
     """The run's phase and step when ``tb`` passed through :func:`perfsuite.harness.runner.run_phases` (read from its
     driver, or, in a runner of before the driver, from its own locals)."""
     phase, steps = None, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_name in ("run", "run_phases") and _resolved(code.co_filename) == _RUNNER:
+        if (code.co_name, _resolved(code.co_filename)) in _DRIVERS:
             local = tb.tb_frame.f_locals
             state = local.get("driver", None)  # the phases' state lives on the driver (perfsuite.harness.driver)
             if state is None or not isinstance(getattr(state, "phase", None), str):
                 state = None
             phase = state.phase if state is not None else local.get("phase")
+            failed_in = getattr(local.get("source"), "failed_in", None)  # a script's fetch: its phase then (not now)
+            phase = failed_in if isinstance(failed_in, str) and failed_in else phase
             phase = phase if isinstance(phase, str) else None
             k = getattr(state, "k", None) if state is not None else local.get("k")
             steps = k if isinstance(k, int) and k > 0 and phase != "set-up" else None

@@ -30,6 +30,25 @@ OUTPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "compare": (("--png", "png"),),
     "monitor": (("--png", "png"), ("--json", "json")),
 }
+
+
+def written_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """Every file or folder the command in ``args`` writes, by its flag: each is locked for the whole command
+    (:func:`perfsuite.core.outlock.out_locks`), so two runs writing one Result, baseline or history refuse the
+    second instead of keeping one run's unseen."""
+    command = getattr(args, "subcommand", "")
+    named = [(flag, getattr(args, attr, None)) for flag, attr in OUTPUTS.get(command, ())]
+    if command == "accept":
+        named.append(("BASE", getattr(args, "base", None)))
+    elif command == "tune":
+        named.append(("--out", getattr(args, "out", None)))
+    elif command == "history":
+        action = getattr(args, "action", "")
+        named.append(("--history", getattr(args, "history", None) if action in ("add", "import") else None))
+        named.append(("--out", getattr(args, "out", None) if action == "show" else None))
+    return [(flag, path) for flag, path in named if isinstance(path, Path)]
+
+
 # A round of `perfsuite ab`: 4 fresh pytest processes, each importing torch and pytest, then running warm-up and
 # measured steps: never less than this each, on any machine we know of.
 AB_MIN_RUN_S = 2.0

@@ -31,6 +31,10 @@ DEFAULT_DEADLINE_WARMUP_S = 1800.0
 DEFAULT_DEADLINE_FLOOR_S = 120.0
 DEFAULT_DEADLINE_FACTOR = 20.0
 
+# The most steps any phase of a run may be asked for: ten million steps at a millisecond each is close to three
+# hours. More is a typo (--steps 999999999999) that would run until a CI limit, or overflow a timer.
+MAX_STEPS = 10**7
+
 KIND_NAMES = {
     str: "a string",
     int: "an integer",
@@ -57,6 +61,7 @@ class Option:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
+    maximum: float | None = None  # refused above it before any work (a step count no run can finish)
     pytest: bool = True
     pyproject: bool = True
     cli: str | None = None
@@ -101,6 +106,7 @@ OPTIONS: tuple[Option, ...] = (
         + ")",
         metavar="N",
         minimum=2,
+        maximum=MAX_STEPS,
         cli="--steps",
     ),
     Option(
@@ -112,6 +118,7 @@ OPTIONS: tuple[Option, ...] = (
         + ")",
         metavar="N",
         minimum=0,
+        maximum=MAX_STEPS,
         cli="--warmup",
     ),
     Option(
@@ -123,6 +130,7 @@ OPTIONS: tuple[Option, ...] = (
         + ")",
         metavar="N",
         minimum=0,
+        maximum=MAX_STEPS,
         cli="--observe-steps",
     ),
     Option(
@@ -134,6 +142,7 @@ OPTIONS: tuple[Option, ...] = (
         "0 when observe steps are given alone)",
         metavar="N",
         minimum=0,
+        maximum=MAX_STEPS,
         cli="--period-steps",
     ),
     Option(
@@ -321,10 +330,20 @@ def _checked(o: Option) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"{text!r} is not {KIND_NAMES[o.kind]}") from None
         if o.minimum is not None and value < o.minimum:
             raise argparse.ArgumentTypeError(f"{value} is below {o.minimum:g}; write a value >= {o.minimum:g}")
+        if o.maximum is not None and value > o.maximum:
+            raise argparse.ArgumentTypeError(above_maximum(o, value))
         return value
 
     convert.__name__ = o.kind.__name__
     return convert
+
+
+def above_maximum(o: Option, value: Any) -> str:
+    """Why ``value`` is refused for ``o``: above its maximum, and what to write."""
+    return (
+        f"{value} is above {o.maximum:.0f}, the most a run takes (ten million steps are hours even at 1 ms a step); "
+        f"write {o.maximum:.0f} or less"
+    )
 
 
 def run_lengths(

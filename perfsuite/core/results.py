@@ -431,10 +431,16 @@ class Result:
         (``metrics.step_ms.value``, ``samples.step_ms[3]``) and saying what it must be."""
         _need(isinstance(data, dict), "(top level)", data, "a JSON object (a Result as Result.to_json writes it)")
         version = data.get("schema_version")
+        if "schema_version" not in data:
+            kind = "a pytest-benchmark file" if {"benchmarks", "machine_info"} <= set(data) else "not a Result"
+            raise ResultError(
+                f"{kind} (no schema_version): compare it with the tool that wrote it; perfsuite compares the Results "
+                "of perfsuite run --out or pytest --perfsuite-save"
+            )
         if isinstance(version, bool) or version != SCHEMA_VERSION:
             raise ResultError(
                 f"result schema_version={_show(version)} but this perfsuite reads {SCHEMA_VERSION}; "
-                "re-save it with this version (nox -s baseline)"
+                "record it again with this perfsuite (perfsuite run --out, or pytest --perfsuite-save)"
             )
         _no_unknown(data, _RESULT_FIELDS, "(top level)")
         for name in (

@@ -151,6 +151,31 @@ def check_result(data: Any) -> None:
         problem = _range_problem(name, metric.get("value"))
         if problem:
             raise ResultError(f"field 'metrics.{name}.value' is {metric.get('value')!r}; it {problem}")
+        negative = _negative_count(metric.get("detail") or {}, f"metrics.{name}.detail")
+        if negative is not None:
+            field, value = negative
+            raise ResultError(f"field {field!r} is {value!r}; it must be >= 0 (a count cannot be negative)")
+
+
+# A metric's detail is free-form, but a field named as a count (of samples, steps, calls...) is never negative.
+_COUNT_WORDS = ("count", "samples", "steps", "calls", "batches", "epochs", "examples", "seen")
+
+
+def _negative_count(detail: Any, where: str, depth: int = 0) -> tuple[str, Any] | None:
+    """The first field of ``detail`` (nested tables and lists included) named as a count and holding a negative
+    number: (its path, its value); None if there is none."""
+    if depth > 6:
+        return None
+    items = detail.items() if isinstance(detail, dict) else enumerate(detail) if isinstance(detail, list) else ()
+    for key, value in items:
+        path = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}"
+        named = isinstance(key, str) and (key == "n" or key.startswith("n_") or any(w in key for w in _COUNT_WORDS))
+        if named and isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return path, value
+        found = _negative_count(value, path, depth + 1) if isinstance(value, (dict, list)) else None
+        if found is not None:
+            return found
+    return None
 
 
 def check_exact_file(data: Any, key: str) -> str | None:

@@ -129,50 +129,118 @@ def guarded() -> Iterator[InterruptGuard]:
             GUARD.uninstall()
 
 
+class SigtermSeen:
+    """The main process's own SIGTERM, as :func:`terminate_unwinds` saw it: ``at`` (monotonic seconds; None: not
+    received), ``raised`` (a Terminated is on its way: a second SIGTERM, such as ``timeout`` sends to the process and
+    then to its group, is only recorded) and ``quiet`` (the CLI is reporting how the run ended: record only)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+        self.raised = False
+        self.quiet = False
+
+    def reset(self) -> None:
+        self.at, self.raised, self.quiet = None, False, False
+
+
+SIGTERM_SEEN = SigtermSeen()
+
+
 @contextlib.contextmanager
 def terminate_unwinds() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` while the body runs (main thread only; the previous handler after).
 
     Inside a shielded block (workers shutting down) it waits for the block's end, as a Ctrl-C does. One raised
     where Python drops exceptions as "unraisable" (an at-fork hook while a DataLoader forks its workers, a
-    ``__del__``) is sent again shortly after, so it is not lost. A forked child (a DataLoader worker) inherits
-    the handler: there SIGTERM ends the process as by default.
+    ``__del__``) is sent again shortly after, so it is not lost. A forked child inherits the handler: there
+    SIGTERM ends the process as by default.
+
+    DataLoader workers share the main process's socket folder (``$TMPDIR/pymp-*``): torch's workers die of a
+    SIGTERM sent to the whole process group (a CI time limit) without their exit handlers, which would leave a
+    folder of their own; the main process removes its folder as it exits. After a SIGTERM the process is ending:
+    an object the signal interrupted half-built (a DataLoader iterator) that fails in its ``__del__`` is not shown.
     """
     import os
     import sys
+    import time
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pid = os.getpid()
+    seen = SIGTERM_SEEN
+    seen.reset()
 
     def terminated(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != pid:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        if seen.at is None:
+            seen.at = time.monotonic()
+        if seen.quiet or seen.raised:
+            return
         if GUARD._shield:
             GUARD.terminate = True  # raised by check() when the shielded block ends
             return
+        seen.raised = True
         raise Terminated
 
     hook = sys.unraisablehook
 
+    body = [True]
+
     def dropped(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, Terminated) and os.getpid() == pid:
-            again = threading.Timer(RESEND_S, os.kill, (pid, signal.SIGTERM))  # somewhere it is not lost
-            again.daemon = True
-            again.start()
+            if body[0]:
+                seen.raised = False
+                again = threading.Timer(RESEND_S, os.kill, (pid, signal.SIGTERM))  # somewhere it is not lost
+                again.daemon = True
+                again.start()
             return
+        if seen.at is not None and os.getpid() == pid and getattr(unraisable.object, "__name__", "") == "__del__":
+            return  # half-built by the interrupted run; the process is ending
         hook(unraisable)
 
+    from perfsuite.harness.socket_folder import share_socket_folder
+
+    share_socket_folder()  # made now, so the DataLoader workers forked later put their sockets in it (see above)
     previous = signal.signal(signal.SIGTERM, terminated)
     sys.unraisablehook = dropped
     try:
         yield
     finally:
-        sys.unraisablehook = hook
+        body[0] = False
+        if seen.at is None:  # else what the SIGTERM left half-built may still be collected, silently, as it ends
+            sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, previous)
 
 
 RESEND_S = 0.2  # after a dropped Terminated, when the SIGTERM that replaces it is sent
+GROUP_SIGTERM_S = 1.0  # after a worker's death by SIGTERM, how long the main process's own (the group's) may take
+
+
+def ended_by_sigterm(exc: BaseException) -> bool:
+    """Whether the process's SIGTERM (a CI job's time limit, ``timeout``: sent to the whole process group) ended the
+    run that raised ``exc``, rather than a fault of its own.
+
+    True when the main process got SIGTERM, or ``exc`` (or what it was raised from) is a DataLoader worker's death by
+    SIGTERM, or by a signal torch lost, and the main process's own SIGTERM follows within :data:`GROUP_SIGTERM_S`:
+    the group's signal reached the worker first. A worker killed alone stays a worker's death. From this call on a
+    SIGTERM is only recorded, so the caller can say how the run ended.
+    """
+    import time
+
+    from perfsuite.harness.worker_death import death_in_chain, exception_chain
+
+    seen = SIGTERM_SEEN
+    seen.quiet = True
+    if seen.at is not None or any(isinstance(link, Terminated) for link in exception_chain(exc)):
+        return True
+    death = death_in_chain(exc)
+    if death is None or not (death.signal is None or death.signal.startswith("SIGTERM")):
+        return False
+    deadline = time.monotonic() + GROUP_SIGTERM_S
+    while seen.at is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the handler records it here
+    return seen.at is not None

@@ -72,6 +72,9 @@ DEFAULT_LOADER_TIMEOUT_S = 300.0
 DEFAULT_WARMUP_S = 1800.0
 DEFAULT_FLOOR_S = 120.0
 DEFAULT_FACTOR = 20.0
+# No deadline is longer (30 days): a phase of 10**12 steps would ask for one past what a timer can hold (the
+# thread's wait overflows the platform's time_t); the steps themselves are bounded before any work (MAX_STEPS).
+MAX_DEADLINE_S = 30 * 24 * 3600.0
 
 # The signal workers dump their stacks on. POSIX only; elsewhere workers' stacks are not collected.
 STACK_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
@@ -114,8 +117,8 @@ class WatchdogConfig:
     def deadline(self, steps: int, slowest_step_s: float | None) -> float:
         """Seconds allowed for a phase of ``steps`` steps, given the slowest warm-up step (None: unknown)."""
         if slowest_step_s is None:
-            return self.warmup_s
-        return max(self.floor_s, self.factor * slowest_step_s * max(steps, 1))
+            return min(self.warmup_s, MAX_DEADLINE_S)
+        return min(max(self.floor_s, self.factor * slowest_step_s * max(steps, 1)), MAX_DEADLINE_S)
 
     def loader_timeout(self) -> float:
         """The value for ``DataLoader(timeout=...)``: 0 means none."""
@@ -312,7 +315,7 @@ class Watchdog:
         """
         if self._active is not None:
             raise PerfsuiteError(f"watchdog phase {name!r} started inside phase {self._active!r}; end that first")
-        limit = float(deadline_s) if deadline_s is not None else self.deadline(steps)
+        limit = min(float(deadline_s), MAX_DEADLINE_S) if deadline_s is not None else self.deadline(steps)
         self._active, self._pending = name, None
         disarm = self._arm(name, limit) if self.config.enabled else None
         for listener in PHASE_LISTENERS:

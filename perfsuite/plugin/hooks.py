@@ -403,7 +403,11 @@ class PerfRun:
         except (RunTimeout, RankError, DatasetError) as exc:  # a hang, a failed rank, a damaged cache: this test fails
             failure = f"perfsuite: {exc}"
         except OSError as exc:  # a path perfsuite writes (the dataset cache): one line, not a traceback
-            failure = f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+            failure = _worker_died(exc) or f"perfsuite: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+        except RuntimeError as exc:  # torch's, for a DataLoader worker that died (a segfault): one line, not torch's
+            failure = _worker_died(exc)
+            if failure is None:
+                raise
         if failure is not None:  # outside the except block: no "during handling" chain in the report
             pytest.fail(failure, pytrace=False)
         if s.inject or s.knobs:
@@ -500,6 +504,14 @@ def benchmark_info(result: Result) -> dict[str, Any]:
         "unavailable": {n: m.reason for n, m in result.metrics.items() if not m.available},
         "notes": list(result.notes),
     }
+
+
+def _worker_died(exc: BaseException) -> str | None:
+    """The one line for a DataLoader worker's death that ``exc`` reports (None: it reports none)."""
+    from perfsuite.harness.worker_death import death_in_chain
+
+    death = death_in_chain(exc)
+    return None if death is None else f"perfsuite: {death.what()}; {death.fix()}"
 
 
 @pytest.fixture

@@ -147,6 +147,8 @@ def resolve(cli: Mapping[str, Any], pyproject: Mapping[str, Any], rootpath: Path
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < o.minimum:
             raise PerfsuiteError(f"{o.name}={value!r} must be {options.KIND_NAMES[o.kind]} >= {o.minimum:g}")
+        if o.maximum is not None and value > o.maximum:
+            raise PerfsuiteError(f"{o.name}={value!r}: {options.above_maximum(o, value)}")
     factor, alpha = float(pick("factor", DEFAULT_FACTOR)[0]), float(pick("alpha", DEFAULT_ALPHA)[0])
     if not factor > 1.0:
         raise PerfsuiteError(f"factor={factor} must be above 1; write e.g. --perfsuite-factor 1.05 for a 5% margin")

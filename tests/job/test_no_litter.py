@@ -42,14 +42,11 @@ def test_a_two_rank_run_leaves_no_folder_in_a_fresh_tmpdir(tmp_path: Path) -> No
     assert left_in(tmp) == [], f"left in TMPDIR: {left_in(tmp)}"
 
 
-# Under pytest-xdist this test's exec hangs at an epoch's start, its DataLoader workers and its main thread each
-# waiting on the other's queue: with or without the shutdown it tests (2026-11-27, 5 of 5 tries). The same command
-# on the same dataset never hung from a shell, under plain pytest, or from a minimal test under `-n 2`. Not
-# understood yet (the closing note of 2026-11-27 has what was ruled out); `pytest -p no:xdist -m slow` runs it.
+# Under pytest-xdist this test's exec hung (5 of 5): its tmp_path, the command's TMPDIR, is 10 bytes longer there
+# (popen-gw0/), which put a DataLoader worker's socket path (TMPDIR/pymp-*/listener-*) past the 108 bytes a Unix
+# socket path may have; the worker's queue thread failed to send the batch and the main thread waited for it. The
+# workers' socket folder is now made in a short directory under such a TMPDIR (perfsuite.harness.socket_folder).
 @pytest.mark.slow
-@pytest.mark.skipif(
-    "PYTEST_XDIST_WORKER" in os.environ, reason="exec as a subprocess of an xdist worker hangs (see the comment above)"
-)
 def test_exec_stopping_a_script_inside_its_epoch_leaves_no_worker_folder(tmp_path: Path) -> None:
     """The guide's train.py with 2 workers, stopped by perfsuite mid-epoch: its workers are shut down by torch's
     own path (they remove their ``pymp-*`` folders), not terminated at exit."""

@@ -42,7 +42,10 @@ def test_shrink_calls_zero_reports_the_first_failure_unshrunk():
     assert err.shrink.skipped > 0  # the shrinker asked, and was answered without running the callable
 
 
-def test_a_random_search_shrinks_fully_unless_asked():
+def test_a_random_search_shrinks_fully_unless_asked(monkeypatch):
+    from perfsuite.augment import shrinking
+
+    monkeypatch.setattr(shrinking, "SHRINK_S", None)  # no time bound: what it does is not the machine's speed
     err = _fail(settings=settings(max_examples=30, derandomize=False, database=None))
     assert err.shrink.limit is None
     assert "shrunk for" not in str(err)
@@ -76,3 +79,45 @@ def test_fingerprints_tell_arrays_apart_by_content_shape_and_dtype():
 def test_a_bad_shrink_budget_is_an_argument_error(bad):
     with pytest.raises(PropertyArgumentError, match="shrink_calls="):
         shrink_calls_for(settings(), bad)
+
+
+class _Clock:
+    """Seconds that pass only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_any_search_stops_shrinking_its_seconds_after_the_first_failure():
+    """Outside ci (no call budget) the shrink once ran 64-108 s; it now stops SHRINK_S after the first failure."""
+    clock = _Clock()
+    budget = ShrinkBudget(limit=None, seconds=20.0, clock=clock)
+
+    def fails() -> None:
+        raise AssertionError
+
+    budget.run("ok", lambda: None)
+    clock.now = 100.0  # the search took long to find it: the bound counts from the first failure
+    with pytest.raises(AssertionError):
+        budget.run("a", fails)
+    clock.now = 119.0
+    with pytest.raises(AssertionError):
+        budget.run("b", fails)  # a shrink call within the time
+    clock.now = 120.0
+    budget.run("c", fails)  # out of time: answered as passing, without running
+    with pytest.raises(AssertionError):
+        budget.run("a", fails)  # the known failure still replays
+    assert (budget.calls_after_failure, budget.skipped, budget.exhausted) == (1, 1, True)
+    assert budget.describe().startswith("shrunk for 20 s after the first failure (1 shrink calls")
+
+
+def test_a_random_search_out_of_time_says_how_far_it_shrank(monkeypatch):
+    from perfsuite.augment import shrinking
+
+    monkeypatch.setattr(shrinking, "SHRINK_S", 0.0)  # spent as soon as it fails
+    err = _fail(settings=settings(max_examples=30, derandomize=False, database=None))
+    assert err.shrink.limit is None and err.shrink.calls_after_failure == 0
+    assert "shrunk for 0 s after the first failure" in str(err)

@@ -420,3 +420,21 @@ def test_a_flip_in_a_helper_is_named_at_the_transforms_line_that_called_it() -> 
     assert info.value.where == (
         f"flip without the left/right swap of 2:3, 4:5, 7:8 at test_paired_call.py:{line} (augment_with_helper)"
     )
+
+
+# -- a transform that is a module-level object: --transform names it by its global's own name --------------------
+
+TRAIN_AUG = Compose([ColorJitter(), HorizontalFlip(True)])
+
+
+class FaceModuleObject(FaceBase):
+    def __getitem__(self, i: int) -> tuple:
+        img, label = self.load(i)
+        im_lb = TRAIN_AUG(dict(im=img, lb=label))
+        return torch.from_numpy(np.array(im_lb["im"])).permute(2, 0, 1), torch.from_numpy(np.array(im_lb["lb"]))
+
+
+@pytest.mark.parametrize("wanted", ["TRAIN_AUG", f"{__name__.rsplit('.', 1)[-1]}:TRAIN_AUG"])
+def test_transform_names_a_module_level_object_by_its_global(wanted: str) -> None:
+    report = check(FaceModuleObject(swap=True), transform=wanted)
+    assert report.transform.startswith(f"{__name__.rsplit('.', 1)[-1]}:TRAIN_AUG (Compose.__call__), defined at")

@@ -181,3 +181,29 @@ def test_nested_phases_are_refused() -> None:
 def test_a_loader_without_workers_has_none() -> None:
     loader = build_loader(HangingDataset(), Knobs.from_flat(num_workers=0, device="cpu"), batch_size=1, seed=0)
     assert loader_workers(iter(loader)) == []
+
+
+def test_a_phase_of_a_trillion_steps_has_a_deadline_a_timer_can_hold():
+    """--steps 10**12 once overflowed the thread timer's wait (OverflowError: timestamp out of range for platform
+    time_t) after the warm-up; the deadline is now capped, the steps refused before any work (MAX_STEPS)."""
+    import threading
+
+    from perfsuite.harness.watchdog import MAX_DEADLINE_S, Watchdog
+
+    dog = Watchdog()
+    dog.step_times.append(0.5)
+    assert dog.deadline(10**12) == MAX_DEADLINE_S
+    errors: list[BaseException] = []
+
+    def window() -> None:
+        try:
+            with dog.phase("window", steps=10**12):
+                pass
+        except BaseException as exc:  # noqa: BLE001 - the assertion below shows it
+            errors.append(exc)
+
+    window()  # the main thread's timer (setitimer)
+    thread = threading.Thread(target=window)  # another thread's (a timer thread's wait)
+    thread.start()
+    thread.join()
+    assert errors == []

@@ -58,6 +58,7 @@ from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
 from perfsuite.harness.observation import period_steps_for
+from perfsuite.harness.script.modules import own_modules
 from perfsuite.harness.script.objects import Found, LossPick, find_objects, ignore_index_of
 from perfsuite.harness.state import SCRIPT_NO_SOL
 from perfsuite.harness.threads import fit_threads
@@ -302,19 +303,24 @@ def _hooked_loaders(source: _ScriptSource) -> Iterator[None]:
 
 @contextlib.contextmanager
 def as_main(script: Script) -> Iterator[None]:
-    """``sys.argv``, ``sys.path`` and ``sys.modules`` as ``python train.py ARGS`` would have them, then as they were.
+    """``sys.argv``, ``sys.path`` and ``sys.modules`` as ``python train.py ARGS`` would have them, then as they were
+    (the working directory too, if the script changed it).
 
     Modules the script imported from its own directory are forgotten afterwards, so a second script with a
-    ``model.py`` of its own gets its own.
+    ``model.py`` of its own gets its own; one of the same name imported before from elsewhere is set aside while
+    the script runs (:mod:`perfsuite.harness.script.modules`).
     """
     home = script.path.parent if script.path is not None else Path.cwd()
-    argv, path, modules = sys.argv[:], sys.path[:], set(sys.modules)
+    argv, path, modules, cwd = sys.argv[:], sys.path[:], set(sys.modules), os.getcwd()
     sys.argv = [str(script.path) if script.path is not None else str(script.module), *script.argv[1:]]
     sys.path.insert(0, str(home))
     try:
-        yield
+        with own_modules(home):  # another folder's model.py, imported before, is not the script's
+            yield
     finally:
         sys.argv, sys.path[:] = argv, path
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)  # a script's os.chdir is its own: --out and its lock stay where perfsuite was started
         root = str(home.resolve()) + os.sep
         for name in set(sys.modules) - modules:
             where = getattr(sys.modules.get(name), "__file__", None) or ""
@@ -518,10 +524,12 @@ def _worker_died(script: Script, source: _ScriptSource, death: WorkerDeath, fetc
         if fetching
         else f"while the script ran training batch {driver.batches}"
     )
-    return ScriptError(
+    error = ScriptError(
         f"{script.command()}: its training {death.what()} {at} (epoch {source.epochs}, the {phase} phase); "
         f"{death.fix()}"
     )
+    error.worker_death = death  # the CLI tells a process group's SIGTERM (a CI time limit) from a crash by it
+    return error
 
 
 def _ended_early(script: Script, spec: Any, source: _ScriptSource, how: str = "ended") -> ScriptError:

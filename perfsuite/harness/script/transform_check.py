@@ -27,10 +27,11 @@ import numpy as np
 from perfsuite.augment.blame import CAUSES, fix_text, locate
 from perfsuite.augment.checks import Declared, check_example
 from perfsuite.augment.labels import LabelSpace
-from perfsuite.augment.paired_call import PairedCall, choose, others, trace_item
+from perfsuite.augment.paired_call import PairedCall, Seen, choose, others, trace_item
 from perfsuite.augment.sample_adapter import CannotAdapt, Interface, SampleAdapter, mask_hw
-from perfsuite.errors import JobError, PerfsuiteError, PropertyViolation
+from perfsuite.errors import JobError, PerfsuiteError, PropertyViolation, RunTimeout
 from perfsuite.harness.script.find_loader import find_training_loader
+from perfsuite.harness.watchdog import DEFAULT_FLOOR_S, Watchdog, WatchdogConfig
 from perfsuite.jobs.script import Script
 
 EXACT_SHARE = 0.97  # every call must keep this share of region interiors at the painted colours for the strict pass
@@ -59,12 +60,38 @@ class CheckReport:
         ]
 
 
+# The most one ``dataset[i]`` may take before the check stops, as perfsuite exec's phase deadline floor: a read
+# that blocks (a dead network mount) ends the check in one line instead of hanging it until a CI limit.
+DATASET_DEADLINE_S = DEFAULT_FLOOR_S
+
+
+def read_item(dataset: Any, index: int, deadline_s: float = DATASET_DEADLINE_S) -> Seen:
+    """:func:`trace_item` of ``dataset[index]`` within ``deadline_s``; a PerfsuiteError naming where it blocked."""
+    import io
+
+    dog = Watchdog(WatchdogConfig(), stream=io.StringIO())  # the stacks are not shown: the one line says where
+    name = f"{type(dataset).__name__}[{index}]"
+    try:
+        with dog.phase(name, deadline_s=deadline_s):
+            return trace_item(dataset, index)
+    except RunTimeout as exc:
+        at = f" (at {exc.site})" if getattr(exc, "site", "") else ""
+        raise PerfsuiteError(
+            f"{name} did not return within {deadline_s:g} s{at}: the Dataset's read blocks (a network mount, a "
+            "lock, a worker pool?); make it return, or give --deadline more seconds if it is only slow"
+        ) from None
+
+
 def find_transform(
-    dataset: Any, indices: list[int], wanted: str | None = None, log: Callable[[str], None] | None = None
+    dataset: Any,
+    indices: list[int],
+    wanted: str | None = None,
+    log: Callable[[str], None] | None = None,
+    deadline_s: float = DATASET_DEADLINE_S,
 ) -> tuple[PairedCall, list[tuple[int, Interface]], list[str]]:
     """The transform ``dataset[i]`` runs (:func:`perfsuite.augment.paired_call.choose`), its recorded call for each
     index, and the other paired calls at its depth (what the choice left out)."""
-    first = trace_item(dataset, indices[0])
+    first = read_item(dataset, indices[0], deadline_s)
     chosen = choose(first, wanted)
     if log is not None:
         log(f"transform: {chosen.name}, defined at {chosen.defined}")
@@ -72,7 +99,7 @@ def find_transform(
     for i in indices[1:]:
         if log is not None:
             log(f"recording the call {type(dataset).__name__}[{i}] makes")
-        same = [c for c in trace_item(dataset, i).paired if c.code is chosen.code]
+        same = [c for c in read_item(dataset, i, deadline_s).paired if c.code is chosen.code]
         if not same:
             raise CannotAdapt(
                 f"{type(dataset).__name__}[{i}] did not call {chosen.name} ({chosen.defined}), which "
@@ -110,6 +137,7 @@ def check_dataset_transform(
     subpixel: bool | None = None,
     transform: str | None = None,
     log: Callable[[str], None] | None = None,
+    deadline_s: float = DATASET_DEADLINE_S,
 ) -> CheckReport:
     """Run the properties on ``dataset``'s own transform over its own samples; raise the first violation.
 
@@ -127,7 +155,7 @@ def check_dataset_transform(
         raise PerfsuiteError(f"{type(dataset).__name__} is empty: the training Dataset has no samples to check")
     if log is not None:
         log(f"finding the transform: tracing {type(dataset).__name__}[{indices[0]}]")
-    chosen, recorded, siblings = find_transform(dataset, indices, transform, log)
+    chosen, recorded, siblings = find_transform(dataset, indices, transform, log, deadline_s)
     for i, interface in recorded:
         labels = set(np.unique(mask_hw(interface.mask)).tolist())
         if not labels <= allowed:
@@ -210,6 +238,7 @@ def check_script(
     subpixel: bool | None = None,
     transform: str | None = None,
     log: Callable[[str], None] | None = None,
+    deadline_s: float = DATASET_DEADLINE_S,
 ) -> CheckReport:
     """:func:`check_dataset_transform` on the training Dataset of ``script`` (its ``num_classes``, ``flip_pairs``
     and ``ignore_index``; the last defaults to the loss module's, as ``perfsuite exec``'s does)."""
@@ -232,6 +261,7 @@ def check_script(
         subpixel=subpixel,
         transform=transform,
         log=log,
+        deadline_s=deadline_s,
     )
     report.notes.insert(
         0,
