@@ -210,8 +210,9 @@ def perf(session: nox.Session) -> None:
     tables = BENCHMARK_TABLES in session.posargs
     session.posargs[:] = [arg for arg in session.posargs if arg != BENCHMARK_TABLES]
     quiet = () if tables else ("--benchmark-quiet",)  # the JSON (--benchmark-json, --benchmark-save) is kept either way
-    # -rs: each skipped test's reason (a GPU-only test on a CPU machine) in the short summary
-    run_suite(session, python, "-rs", "--perfsuite-compare", *quiet, env=activated(python, **{UPDATE_EXACT: rerun}))
+    # -q: no platform and plugin header; each skipped test's reason (a GPU-only test on a CPU machine) is in
+    # perfsuite's own summary, folded to the terminal's width
+    run_suite(session, python, "-q", "--perfsuite-compare", *quiet, env=activated(python, **{UPDATE_EXACT: rerun}))
     session.log(f"perfsuite is installed in {VENV}: `source {ACTIVATE}` puts it on PATH")
 
 

@@ -330,11 +330,19 @@ class PhaseTimes:
     def get(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
 
-    def line(self, least_s: float = 0.005) -> str:
+    def line(self, least_s: float = 0.005, most: int | None = None) -> str:
         """One line: ``12.3 s: set-up 1.10, warm-up 2.00, window 5.00, ...`` (wall seconds); the phases shorter
-        than ``least_s`` are counted at the end, not listed (the JSON keeps them all)."""
+        than ``least_s`` are counted at the end, not listed (the JSON keeps them all). ``most``: only that many
+        of the longest phases, in their order, the others counted."""
         shown = [p for p in self.phases if p.wall_s >= least_s]
         short = len(self.phases) - len(shown)
+        if most is not None and len(shown) > most:
+            longest = {id(p) for p in sorted(shown, key=lambda p: p.wall_s, reverse=True)[:most]}
+            rest = [p for p in shown if id(p) not in longest]
+            shown = [p for p in shown if id(p) in longest]
+            parts = [f"{p.name} {p.wall_s:.2f}" for p in shown]
+            parts.append(f"{len(rest) + short} more ({sum(p.wall_s for p in rest):.2f} s; -v lists them)")
+            return f"{self.wall_s:.1f} s: {', '.join(parts)}"
         parts = [f"{p.name} {p.wall_s:.2f}" for p in shown]
         parts += [f"{short} more under {least_s * 1e3:g} ms"] if short else []
         return f"{self.wall_s:.1f} s: {', '.join(parts)}"

@@ -195,7 +195,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.estimate = estimate.estimate(tests, recorded, scale)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        reporter.write_line(state.estimate.line())
+        reporter.write_line(fold(state.estimate.line(), session.config.get_terminal_writer().fullwidth))
 
 
 def _progress(state: PerfState, config: pytest.Config) -> Any:
@@ -729,6 +729,22 @@ def fold(text: str, width: int) -> str:
     )
 
 
+def skipped_reasons(terminalreporter: Any) -> dict[str, int]:
+    """How many tests skipped for each reason, in the order first seen (pytest's ``-rs`` lines, but folded to the
+    terminal's width: its own are one line each, 130-180 columns for the reference suite's)."""
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
+
+
+# The longest phases a green session's summary names (-v names them all).
+SESSION_PHASES_SHOWN = 4
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """perfsuite's summary, last (after pytest-benchmark's wide tables): verdicts that need a look, then
@@ -765,7 +781,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         figures = verbose or len(perf.results) <= PEOPLE_ROWS
         for line in summary.format_notes(perf.results, limit=None if verbose else NOTES_SHOWN if figures else 0):
             say(line)
-        note = summary.oversubscription_note(perf.results)
+        note = summary.oversubscription_note(perf.results, named=verbose)
         if note:
             say(note)
         from perfsuite.judge.contention import session_line
@@ -777,13 +793,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
         spent = PhaseTimes.summed(r.phases for r in perf.results.values())  # where the session's time went
         if spent is not None:
-            say(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line()}")
+            most = None if verbose else SESSION_PHASES_SHOWN
+            say(f"perfsuite: phases of {len(perf.results)} run(s), in all: {spent.line(most=most)}")
         tr.write_line("")
         from perfsuite.report.ranks import format_ranks
 
         for rid, result in perf.results.items():
             if result.ranks:
                 tr.write_line(f"{rid}:\n{format_ranks(result)}\n")
+    for reason, count in skipped_reasons(tr).items():  # nothing skipped silently, each reason folded like the rest
+        say(f"perfsuite: {count} skipped: {reason}")
     hidden = len(perf.verdicts) - len(shown)
     tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))

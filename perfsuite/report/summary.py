@@ -90,12 +90,13 @@ def _people_block(row: Sequence[str], width: int) -> str:
 OVERSUBSCRIBED = "oversubscribed:"  # perfsuite.harness.threads notes start so (not imported: report < harness)
 
 
-def oversubscription_note(results: Mapping[str, Result]) -> str | None:
-    """One line when any run's threads and workers exceeded the cores it may use; None when none did."""
+def oversubscription_note(results: Mapping[str, Result], named: bool = True) -> str | None:
+    """One line when any run's threads and workers exceeded the cores it may use; None when none did. ``named``:
+    the first runs' ids in it (a green session's summary counts them, and ``-v`` names them)."""
     over = [rid for rid, r in results.items() if any(n.startswith(OVERSUBSCRIBED) for n in r.notes)]
     if not over:
         return None
-    shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+    shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "") if named else "-v names them"
     return (
         f"note: {len(over)} of {len(results)} run(s) oversubscribed the cores (intra-op threads + loader workers "
         f"above the usable cores): {shown}; their wall-clock figures mix work with waiting for a core (each "

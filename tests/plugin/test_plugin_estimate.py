@@ -22,15 +22,16 @@ def test_the_estimate_is_the_default_first_then_the_recorded_runs(project, monke
     """)
     first = run(project, "-p", "no:benchmark")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(
+    unfolded(first).fnmatch_lines(
         ["perfsuite: this session's 1 perf test(s) at scale smoke should take about 15 s (1 at the smoke scale's*"]
     )
     record = json.loads((Path(os.environ["PERFSUITE_CACHE"]) / estimate.RECORD).read_text())
     (seconds,) = record["cpu"]["smoke"].values()
     assert seconds > 0
-    unfolded(first).fnmatch_lines(["perfsuite: phases of 1 run(s), in all: * s: set-up *, window *"])
+    # the longest phases named, the rest counted (-v names them all)
+    unfolded(first).fnmatch_lines(["perfsuite: phases of 1 run(s), in all: * s: * more (* s; -v lists them)"])
     second = run(project, "-p", "no:benchmark")
-    second.stdout.fnmatch_lines(["*should take about * (1 from their runs recorded on this machine)"])
+    unfolded(second).fnmatch_lines(["*should take about * (1 from their runs recorded on this machine)"])
 
 
 def test_time_left_is_the_unfinished_tests_less_the_running_ones_time():
@@ -55,3 +56,21 @@ def test_a_test_that_ran_without_a_result_is_recorded_as_taking_none(tmp_path):
     path = tmp_path / estimate.RECORD
     estimate.save(path, "cpu", "smoke", {}, ran=["tests/perf/test_gpu.py::test_only_on_cuda"])
     assert estimate.load(path, "cpu", "smoke") == {"tests/perf/test_gpu.py::test_only_on_cuda": 0.0}
+
+
+def test_each_skip_reason_is_in_perfsuite_s_summary_folded(project):
+    """The perf session runs without pytest's -rs (its lines run to 130-180 columns): the reasons are perfsuite's."""
+    project.makepyfile("""
+        import pytest
+
+        def test_one(perf_run):
+            perf_run("plugin_tiny", aug="none", num_workers=0)
+
+        @pytest.mark.parametrize("k", [1, 2])
+        def test_gpu(k):
+            pytest.skip("needs a CUDA device: " + "the ratio of two placements says nothing about feeding a GPU " * 2)
+    """)
+    out = run(project, "-p", "no:benchmark")
+    out.assert_outcomes(passed=1, skipped=2)
+    unfolded(out).fnmatch_lines(["perfsuite: 2 skipped: needs a CUDA device: the ratio of two placements says*"])
+    assert all(len(line) <= 80 for line in out.outlines if line.startswith(("perfsuite: 2 skipped", "  the ratio")))

@@ -147,3 +147,13 @@ def test_the_budget_script_fails_a_run_over_budget_and_a_missed_cache(timed, tmp
     assert budget.main(["--setup", str(setup)]) == 1
     setup.write_text('{"setup_only": true, "phases": [{"name": "dataset", "wall_s": 0.01, "cpu_s": 0.01}]}')
     assert budget.main(["--setup", str(setup)]) == 0
+
+
+def test_a_session_summary_names_the_longest_phases_and_counts_the_rest():
+    from perfsuite.core.results import Phase, PhaseTimes
+
+    times = PhaseTimes(
+        tuple(Phase(n, w, w) for n, w in [("set-up", 0.5), ("window", 3.0), ("loader", 2.0), ("x", 0.001)])
+    )
+    assert times.line(most=2) == "5.5 s: window 3.00, loader 2.00, 2 more (0.50 s; -v lists them)"
+    assert times.line() == "5.5 s: set-up 0.50, window 3.00, loader 2.00, 1 more under 5 ms"
