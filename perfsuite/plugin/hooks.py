@@ -484,11 +484,14 @@ class PerfRun:
             return
         bench.group = bench.group or f"perfsuite:{result.workload}"
         bench.extra_info.setdefault("perfsuite", {})[result_id] = benchmark_info(result)
-        if first and bench.enabled and not getattr(bench, "_mode", None):
+        if first and not getattr(bench, "_mode", None):
+            # used, enabled or not: pytest-benchmark disables itself under xdist and with --benchmark-disable, and
+            # then warned at each test that its fixture "was not used at all" (9 warnings made a green run 2 screens)
             bench._mode = "perfsuite.perf_run(...)"
-            stats = bench._make_stats(1)
-            for ms in result.samples.get("step_ms", []):
-                stats.update(ms / 1e3)
+            if bench.enabled:
+                stats = bench._make_stats(1)
+                for ms in result.samples.get("step_ms", []):
+                    stats.update(ms / 1e3)
 
 
 def benchmark_info(result: Result) -> dict[str, Any]:
@@ -765,7 +768,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     def say(text: str, **markup: bool) -> None:  # each line folded to the terminal's width, as the tables are
         tr.write_line(fold(text, width), **markup)
 
-    quiet = (Outcome.PASS, Outcome.UNCHANGED)
+    # Rows that need no look are counted, not listed (-v lists them): a pass, an unchanged figure, and one the
+    # samples could not decide (on a green run they were most rows, each with its own "to decide" hint)
+    quiet = (Outcome.PASS, Outcome.UNCHANGED, Outcome.INCONCLUSIVE)
     verbose = config.get_verbosity() > 0
     shown = perf.verdicts if verbose else [v for v in perf.verdicts if v.outcome not in quiet]
     tr.write_sep("=", "perfsuite")
@@ -804,7 +809,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for reason, count in skipped_reasons(tr).items():  # nothing skipped silently, each reason folded like the rest
         say(f"perfsuite: {count} skipped: {reason}")
     hidden = len(perf.verdicts) - len(shown)
-    tail = f"; {hidden} pass/unchanged rows not listed (-v lists them)" if hidden else ""
+    tail = f"; {hidden} pass/unchanged/inconclusive rows not listed (-v lists them)" if hidden else ""
     line = report.summary_line(perf.verdicts, errors=len(perf.problems))
     say(f"perfsuite: {line} ({len(perf.results)} results){tail}")
     if hidden:  # the labels of the rows not listed (the listed ones have their legend under the table)

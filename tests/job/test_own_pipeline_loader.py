@@ -19,6 +19,7 @@ from torch.utils.data import default_collate
 
 from perfsuite import RunSpec, run
 from perfsuite.cli.main import main
+from perfsuite.judge.contention import CPU_BOUND
 
 pytestmark = pytest.mark.slow
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_pipeline"
@@ -65,9 +66,12 @@ def runs(tmp_path_factory):
 
 @pytest.mark.parametrize("head,stage", [("collate", "collate_fn"), ("decode", "__getitem__")])
 def test_compare_exits_1_naming_the_loader_stage(runs, head, stage, capsys) -> None:
-    assert main(["compare", str(runs["base"]), str(runs[head])]) == 1
+    code = main(["compare", str(runs["base"]), str(runs[head])])
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "| loader_cpu_ms_per_sample |" in line)
+    if "not judged: " in row and f"bound {CPU_BOUND:.0%}" in row:  # judge/contention.py: CPU time abstains beyond it
+        pytest.skip(f"this machine was too busy for a CPU-time verdict, as designed: {row.split('<br>', 1)[1][:200]}")
+    assert code == 1, out
     assert "**regressed**" in row and "loader cost" in row, row
     moved = row.split("by stage: ", 1)[1]
     assert moved.startswith(stage) or f", {stage} " in moved, row

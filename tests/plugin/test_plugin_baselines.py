@@ -203,7 +203,10 @@ def test_committed_exact_values_are_checked_both_ways_and_rewritten_only_when_as
     "fault,evidence",
     [
         ("float64_inputs", "*more bytes copied: h2d_bytes_per_step * -> * (exact, *)*bytes by dtype now: float64 *"),
-        ("print_loss", "*host syncs: syncs_per_step 0 -> 1 (exact, *)*__format__ (read) at *faults.py:*, 1 per step*"),
+        (
+            "print_loss",
+            "*host syncs: syncs_per_step 0 -> 1 (exact, *)*__format__ (read) at *faults/catalog.py:*, 1 per step*",
+        ),
     ],
 )
 @pytest.mark.slow

@@ -54,6 +54,7 @@ from typing import Any
 from perfsuite.core.knobs import Knobs
 from perfsuite.core.results import ScriptStop
 from perfsuite.core.source_paths import anchored_at
+from perfsuite.core.user_frames import PERFSUITE_DIR
 from perfsuite.errors import PerfsuiteError, RunTimeout, ScriptError
 from perfsuite.harness import workers
 from perfsuite.harness.driver import DONE, SETUP, Driver, Recorded, Stop
@@ -67,7 +68,7 @@ from perfsuite.harness.worker_death import WorkerDeath, signal_name, worker_deat
 from perfsuite.jobs.script import EXEC_NOTE, LoaderChoice, Script
 from perfsuite.probes.base import Probe, RunContext
 
-_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+_PACKAGE = PERFSUITE_DIR + os.sep  # the package, wherever it lies
 
 
 def _script_frames(frame: Any) -> list[Any]:

@@ -19,9 +19,9 @@ import os
 import runpy
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from perfsuite.core.user_frames import PERFSUITE_DIR
 from perfsuite.errors import ScriptError
 from perfsuite.harness.script.drive import as_main
 from perfsuite.jobs.script import LoaderChoice, Script
@@ -53,7 +53,7 @@ class TrainingLoader:
 def _loss_ignore_index(frame: Any, criterion: str | None) -> int | None:
     from perfsuite.harness.script.drive import find_objects, is_runpy
 
-    package = str(Path(__file__).resolve().parents[1]) + os.sep
+    package = PERFSUITE_DIR + os.sep  # the package, wherever it lies
     frames = []
     while frame is not None:
         if is_runpy(frame.f_code.co_filename):

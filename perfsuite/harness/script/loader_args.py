@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.core.source_paths import source_path
+from perfsuite.core.user_frames import PERFSUITE_DIR
 from perfsuite.errors import PerfsuiteError
 
 # The arguments perfsuite may set on the training loader (batch_size only where the script gives no batch_sampler).
 SETTABLE = ("num_workers", "persistent_workers", "pin_memory", "prefetch_factor", "batch_size")
-_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+_PACKAGE = PERFSUITE_DIR + os.sep  # the package, wherever it lies
 
 
 @dataclass(frozen=True)
