@@ -58,7 +58,7 @@ class Sites:
         self.harness = (
             self.probes_dir,
             os.path.join(package, "harness", "runner.py"),
-            os.path.join(package, "harness", "script.py"),  # a script's steps (perfsuite exec)
+            os.path.join(package, "harness", "script", "drive.py"),  # a script's steps (perfsuite exec)
             os.path.join(package, "jobs", "contract.py"),
             self.warnings_py,
             contextlib.__file__,

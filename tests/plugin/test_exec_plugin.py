@@ -34,5 +34,5 @@ def test_a_failing_script_fails_its_test_showing_the_scripts_traceback(pytester)
     out = result.stdout.str()
     assert 'broken.py", line 4, in load' in out and "KeyError: 'label column missing'" in out
     assert "perfsuite: " in out and "raised KeyError" in out
-    assert "harness/script.py" not in out and "runpy" not in out  # the script's frames only
+    assert "harness/script/drive.py" not in out and "runpy" not in out  # the script's frames only
     assert "During handling" not in out
