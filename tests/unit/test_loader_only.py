@@ -21,15 +21,20 @@ from perfsuite.judge.starvation import Demand, Host, step_key, write_demand
 ARGS = ["run", "gray_classifier", "--aug", "cpu", "--workers", "1", "--steps", "3", "--warmup", "1", "--device", "cpu"]
 
 
-def test_the_loader_alone_never_calls_the_step():
-    calls: list[int] = []
+def counting(calls: list[int]):
+    """A mutation that counts the pipeline's step calls into ``calls``."""
 
-    def counting(pipeline):
+    def mutate(pipeline):
         step = pipeline.step
         pipeline.step = lambda *a, **k: (calls.append(1), step(*a, **k))[1]
 
+    return mutate
+
+
+def test_the_loader_alone_never_calls_the_step():
+    calls: list[int] = []
     knobs = Knobs.from_flat(aug="cpu", num_workers=1, device="cpu")
-    spec = RunSpec("gray_classifier", knobs=knobs, steps=3, warmup=1, mutate=counting, loader_only=True)
+    spec = RunSpec("gray_classifier", knobs=knobs, steps=3, warmup=1, mutate=counting(calls), loader_only=True)
     r = run(spec)
     assert calls == []
     assert LOADER_ONLY_NOTE in r.notes
@@ -41,13 +46,13 @@ def test_the_loader_alone_never_calls_the_step():
 
 def test_the_same_spec_with_its_step_calls_it():
     calls: list[int] = []
-
-    def counting(pipeline):
-        step = pipeline.step
-        pipeline.step = lambda *a, **k: (calls.append(1), step(*a, **k))[1]
-
     knobs = Knobs.from_flat(aug="cpu", num_workers=0, device="cpu")
-    run(RunSpec("gray_classifier", knobs=knobs, steps=3, warmup=1, observe_steps=0, sol_steps=0, mutate=counting), [])
+    run(
+        RunSpec(
+            "gray_classifier", knobs=knobs, steps=3, warmup=1, observe_steps=0, sol_steps=0, mutate=counting(calls)
+        ),
+        [],
+    )
     assert len(calls) == 4  # the warm-up's and the window's: the counter sees what loader-only leaves out
 
 
