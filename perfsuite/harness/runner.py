@@ -352,7 +352,7 @@ def assemble_result(
         probe_notes += probe.notes()
         environment.update(probe.environment())
     metrics["gpu_idle_frac"], disagreement = against_nvml(
-        metrics["gpu_idle_frac"], metrics.get("gpu_util"), _nvml_util_samples(timeline, metrics.get("gpu_util"))
+        metrics["gpu_idle_frac"], metrics.get("gpu_util"), _nvml_util_samples(timeline)
     )
     probe_notes += [disagreement] if disagreement else []
     underused = underused_sms(metrics.get("gpu_util"), metrics.get("gpu_sm_util"))
@@ -406,11 +406,11 @@ def _idle_samples(t: WindowTimings) -> dict[str, list[float]]:
     }
 
 
-def _nvml_util_samples(timeline: Mapping[str, Sequence[float]], util: Metric | None) -> list[float]:
+def _nvml_util_samples(timeline: Mapping[str, Sequence[float]]) -> list[float]:
     """NVML's utilisation readings over the window, one per driver sample (the timeline repeats a sample until the
     driver has a new one, so consecutive repeats are one reading)."""
     values = list(timeline.get("gpu_util", ()))
-    return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]] if util is not None else []
+    return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
 
 
 STALL_FACTOR = 5.0  # a step slower than this multiple of the median is a stall
