@@ -37,10 +37,15 @@ def run(args: argparse.Namespace) -> int:
         for written in dict.fromkeys(add_demands(results, args.demand_dir, args.provenance)):
             print(f"perfsuite demand: wrote {written}")
         return 0
+    import shutil
+    import textwrap
+
     demands = load_demand(args.runner, args.demand_dir)
     print(f"{demands.runner}: {len(demands.entries)} demand(s) in {demands.path}")
+    width = shutil.get_terminal_size().columns
     for d in demands.entries:
         step = ", ".join(f"{k}={v}" for k, v in d.step.items() if v not in (None, False, 0, 0.0))
         rates = ", ".join(f"{r:.4g}" for r in d.sol_samples_per_s)
-        print(f"  {d.workload} ({d.scale}; {step}): {rates} samples/s on {d.gpu_model}; {d.provenance}")
+        line = f"{d.workload} ({d.scale}; {step}): {rates} samples/s on {d.gpu_model}; {d.provenance}"
+        print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False))
     return 0
