@@ -236,12 +236,18 @@ def top_fix(d: Diagnosis) -> tuple[str, float | None]:
     )
 
 
-def top_fix_table(budget: float, busy: bool, out: Path | None) -> int:
+def top_fix_table(budget: float, busy: bool, out: Path | None, only: str | None = None) -> int:
+    """With ``only``, the cases whose name holds it; their rows replace theirs in ``out``, the others are kept."""
     from perfsuite.tools.doctor import Budget
 
+    kept = json.loads(out.read_text()) if out and only and out.exists() else {"budget_min": budget, "rows": []}
+    if kept["budget_min"] != budget:
+        raise SystemExit(f"{out} was made at --budget {kept['budget_min']:g}: run with that budget, or without --only")
     rows = []
     before = _load()
     for name, make, lengths, burn_n in TOP_FIX_CASES:
+        if only and only not in name:
+            continue
         if burn_n and not busy:
             rows.append({"case": name, "skipped": "needs --busy (2 busy processes beside it)"})
             continue
@@ -278,8 +284,14 @@ def top_fix_table(budget: float, busy: bool, out: Path | None) -> int:
         shown = [f"{fix}" + (f" x{ratio:.2f}" if ratio else "") for fix, ratio in (d, u)]
         print(f"| {r['case']} | {shown[0]} | {shown[1]} | {'yes' if r['same'] else 'no'} |")
     if out:
+        fresh = {r["case"] for r in rows}
+        merged = [r for r in kept["rows"] if r["case"] not in fresh] + rows
+        order = [name for name, *_ in TOP_FIX_CASES]
+        merged.sort(key=lambda r: order.index(r["case"]) if r["case"] in order else len(order))
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"budget_min": budget, "rows": rows}, indent=2, default=str) + "\n")
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"budget_min": budget, "rows": merged}, indent=2, default=str) + "\n")
+        tmp.replace(out)
     return 0
 
 
@@ -314,7 +326,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.top_fix:
-        return top_fix_table(args.budget, args.busy, args.out)
+        return top_fix_table(args.budget, args.busy, args.out, args.only)
     rows = []
     before = _load()
     for name, what, predict, base, fixed, fix in CASES:

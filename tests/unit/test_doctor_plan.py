@@ -92,6 +92,24 @@ CASES = {
             Fix.MORE_WORKERS: ["each fix needs 2 rounds", "left out to keep within --budget"],
         },
     ),
+    "beside busy neighbours the busy-machine fix runs first though the spread (their load) hides its prediction": (
+        first_run(environment=BUSY, host=[100.0] * 8 + [300.0] * 8, fetch=[10.0] * 16),
+        SHORT,
+        [MORE, THREADS],
+        10.0,
+        25.0,
+        [(Fix.THREADS, True, None), (Fix.MORE_WORKERS, False, None)],
+        {Fix.THREADS: ["within the job's own spread (+-58%", "but run first", "waited for a core 98%"]},
+    ),
+    "on a quiet machine the same spread rules the threads fix out, and the other fix is measured": (
+        first_run(host=[100.0] * 8 + [300.0] * 8, fetch=[10.0] * 16),
+        SHORT,
+        [MORE, THREADS],
+        10.0,
+        25.0,
+        [(Fix.MORE_WORKERS, True, None), (Fix.THREADS, False, None)],
+        {Fix.THREADS: ["cannot be decided in the budget: predicted x1.54"]},
+    ),
 }
 
 

@@ -9,7 +9,8 @@ After the first unchanged run, each candidate fix (:class:`Candidate`, from :fun
   saying why;
 * **can its effect be told from the job's own spread?** A fix predicted to change samples/s by less than the
   spread of the first run's own step times (the relative standard deviation of its blocks' medians) cannot be
-  decided in the budget: it is said so instead of run. A fix predicted to cost is not run either.
+  decided in the budget: it is said so instead of run. A fix predicted to cost is not run either. The exception
+  is the busy-machine fix under high CPU pressure: there the spread is the wait for a core that it cuts.
 
 The budget goes to the fixes left, the busy-machine fix (fewer intra-op threads) first when the machine's CPU
 pressure is high, then by predicted gain (a fix without a prediction last). Each fix needs two rounds (a run of
@@ -140,14 +141,22 @@ def choose(
         if isinstance(p, Predicted) and p.ratio < 1.0:
             done.append(Choice(c, p, False, f"predicted x{p.ratio:.2f}: a loss, not run"))
             continue
-        if isinstance(p, Predicted) and spread is not None and abs(p.ratio - 1.0) <= spread:
-            why = (
-                f"{UNDECIDABLE}: predicted x{p.ratio:.2f}, within the job's own spread "
-                f"(+-{spread:.0%} between blocks of its first run)"
-            )
-            done.append(Choice(c, p, False, why))
+        if not isinstance(p, Predicted) or spread is None or abs(p.ratio - 1.0) > spread:
+            pending.append(Choice(c, p, True, "", steps))
             continue
-        pending.append(Choice(c, p, True, "", steps))
+        if busy_first(c.fix, pressure):
+            why = (
+                f"predicted x{p.ratio:.2f}, within the job's own spread (+-{spread:.0%} between blocks), but run "
+                f"first: some task waited for a core {pressure:.0%} of the time, and that wait, which this fix "
+                "cuts, is the spread"
+            )
+            pending.append(Choice(c, p, True, why, steps))
+            continue
+        why = (
+            f"{UNDECIDABLE}: predicted x{p.ratio:.2f}, within the job's own spread "
+            f"(+-{spread:.0%} between blocks of its first run)"
+        )
+        done.append(Choice(c, p, False, why))
     pending.sort(key=lambda ch: order(ch, pressure))
     fitted = fit(pending, window, run_s, left_s, rounds)
     undecidable = [c for c in done if c.why.startswith(UNDECIDABLE)]
@@ -158,9 +167,15 @@ def choose(
     return Plan(tuple(fitted + done), spread)
 
 
+def busy_first(fix: Fix, pressure: float) -> bool:
+    """The busy-machine fix (fewer intra-op threads) on a machine whose CPU pressure is high: it runs first, and the
+    job's spread does not rule it out, since on such a machine that spread is the very wait for a core it cuts."""
+    return fix is Fix.THREADS and pressure >= BUSY_PRESSURE
+
+
 def order(c: Choice, pressure: float) -> tuple[int, float]:
     """The busy-machine fix first when the CPU pressure is high; then the largest predicted gain; unpredicted last."""
-    first = 0 if c.fix is Fix.THREADS and pressure >= BUSY_PRESSURE else 1
+    first = 0 if busy_first(c.fix, pressure) else 1
     gain = c.predicted.ratio if isinstance(c.predicted, Predicted) else 0.0
     return first, -gain
 
@@ -190,7 +205,8 @@ def fit(pending: list[Choice], window: Window, run_s: float, left_s: float | Non
             out.append(_why(c, f"{name}: {cost:.0f}s, within the {left_s:.0f}s left"))
         elif c.steps is None and not any(x.run for x in out):
             used += cost
-            out.append(_why(c, f"{name}: {cost:.0f}s of the {left_s:.0f}s left, over it, but the top fix is measured"))
+            over = f"{cost:.0f}s, {used:.0f}s with the job's runs as it is in the later rounds"
+            out.append(_why(c, f"{name}: {over}, over the {left_s:.0f}s left, but the top fix is measured"))
         else:
             why = (
                 f"left out to keep within --budget: {name}: {cost:.0f}s, and {max(0.0, left_s - used):.0f}s of the "
