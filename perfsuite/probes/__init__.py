@@ -34,7 +34,7 @@ def all_probes() -> list[Probe]:
     from perfsuite.probes.syncs import SyncProbe
 
     return [
-        ContentionProbe(),  # first: its after_window() closes the speed-of-light interval before the ledger's replay
+        ContentionProbe(),  # first: its begin_after_window() closes the speed-of-light interval before any other's
         DataWaitProbe(),
         LoaderProbe(),
         LoaderCountProbe(),

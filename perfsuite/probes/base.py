@@ -111,6 +111,10 @@ class Probe:
     def stop(self) -> None:
         """Measured window ends, or the run failed. Read end-of-window counters here."""
 
+    def begin_after_window(self) -> None:
+        """Before any probe's after-window work: start what runs beside it in a forked child, on a host with cores
+        to spare (:mod:`perfsuite.core.forked`); :meth:`after_window` collects it. The loader count starts here."""
+
     def after_window(self) -> None:
         """After the window and the speed-of-light steps, before anything instruments: a probe's own timed work.
 

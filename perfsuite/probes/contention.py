@@ -275,10 +275,11 @@ class ContentionProbe(Probe):
         self._marks["window_end"] = snapshot()
         self._window_runqueue, self._runqueue = self._runqueue, []
         self._cal["after"] = calibration()
-        self._ticker.start()  # through the speed-of-light phase, until after_window()
+        self._ticker.start()  # through the speed-of-light phase, until begin_after_window()
         self._marks["sol_start"] = snapshot()
 
-    def after_window(self) -> None:
+    def begin_after_window(self) -> None:
+        """The speed-of-light interval closes here, before any probe starts after-window work in a child."""
         if "sol_start" not in self._marks or not self._ticker.stop():
             return
         self._marks["sol_end"] = snapshot()

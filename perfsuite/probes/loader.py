@@ -297,6 +297,8 @@ class LoaderProbe(Probe):
             "repeats": rep.repeats,
             "calibration_ms": statistics.median(rep.cal_ms),
             "replay_cpu_s": rep.cpu_s,
+            "replay_processes": rep.processes,
+            **({"replay_share_cpu_s": list(rep.share_cpu_s)} if rep.share_cpu_s else {}),
             **({"sampler": rep.sampler} if rep.sampler else {}),
         }
         if rep.h2d_ms:

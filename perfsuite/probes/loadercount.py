@@ -35,6 +35,12 @@ count are restored afterwards. The counts depend on the code, the data and
 the library versions (Python, Pillow and its codecs, NumPy, torch, torchvision): those are recorded in each
 metric's ``detail["libraries"]``, and a difference makes a comparison *inconclusive*, never a regression.
 ``tests/unit/test_loadercount.py`` checks that repeated replays, in this process and in fresh ones, agree.
+
+On a host with cores to spare (:func:`perfsuite.core.forked.processes`: 4 usable or more, a GPU runner's) the
+count runs in forked children, started before the ledger's replay and collected after it, so the two overlap
+instead of adding up while the GPU waits: the calls' passes in one child, the allocations' in another
+(:data:`PROFILED_PASSES`, :data:`TRACED_PASSES`), each after its own uncounted pass. The counts are the same
+(``tests/unit/test_forked.py``); ``detail["counted_in"]`` says where they were made.
 """
 
 from __future__ import annotations
@@ -200,6 +206,8 @@ class Counts:
     read_why: str | None = None  # why read bytes are unavailable
     moved: dict[str, str] = field(default_factory=dict)  # metric -> what differed between two counted passes
     cost_s: float = 0.0  # the counting replay's own CPU time
+    pass_cpu_s: list[float] = field(default_factory=list)  # each pass's CPU seconds, in PASSES' order
+    counted_in: str = "this process"  # or "2 forked child(ren)" (perfsuite.core.forked); why not, where one failed
     # (what the user's line called, its site) -> calls, blocking calls, decoded pixels (Sites.find_users)
     call_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
     blocking_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -396,9 +404,18 @@ def canonical_image_formats() -> Iterator[None]:
 # the allocations traced and no profiler, so neither pays for the other: tracemalloc under sys.setprofile traced
 # the tally's own bookkeeping too, 60 times the plain pass's CPU for gray_classifier at smoke scale.
 PASSES = ((False, False, False), (True, False, True), (True, False, True), (True, True, False))
+# The same passes split for two processes (perfsuite.core.forked): the calls counted twice in one, the allocations
+# in the other, each after its own uncounted pass; merge_allocations() joins them.
+PROFILED_PASSES, TRACED_PASSES = PASSES[:3], (PASSES[0], PASSES[3])
 
 
-def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
+def count(
+    loader: Any,
+    batch_size: int,
+    batches: int = COUNT_BATCHES,
+    seed: int = 0,
+    passes: tuple[tuple[bool, bool, bool], ...] = PASSES,
+) -> Counts | str:
     """Count the loader's work on ``batches`` fixed batches; Counts, or why not.
 
     Four passes (:data:`PASSES`), each on a fresh copy of the Dataset (so a generator the Dataset holds starts
@@ -420,7 +437,8 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
     plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
     rchar = _rchar_reader()
     sites = Sites()
-    passes: list[Counts] = []
+    counted: list[tuple[Counts, bool]] = []  # each counted pass's Counts, and whether its calls were profiled
+    pass_cpu: list[float] = []  # each pass's CPU seconds, in PASSES' order
     skip = {_Staged.__call__.__code__, *_own_codes()}
     started = time.thread_time()
     traced_before = tracemalloc.is_tracing()
@@ -429,10 +447,12 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
     tally: _Tally | None = None
     try:
         with _isolated() as reseed, canonical_image_formats():
-            for counted, traced, profiled in PASSES:
+            for is_counted, traced, profiled in passes:
+                pass_started = time.thread_time()
                 clone, staged = _staged_copy(dataset, holder)
-                if not counted:
+                if not is_counted:
                     _one_pass(clone, collate, plans, seed, reseed, None)
+                    pass_cpu.append(time.thread_time() - pass_started)
                     continue
                 stages = ["__getitem__", *(["transform"] if staged else [])]
                 out = Counts(samples=per_batch * batches, stages=stages + (["collate_fn"] if collate else []))
@@ -463,7 +483,8 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
                         tracemalloc.stop()
                     if gc_before:
                         gc.enable()
-                passes.append(out)
+                counted.append((out, profiled))
+                pass_cpu.append(time.thread_time() - pass_started)
     finally:
         if tally is not None:
             tally.on = False
@@ -475,11 +496,26 @@ def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int 
             gc.enable()
         if rchar is not None:
             os.close(rchar.fd)  # type: ignore[attr-defined]
-    first, second, allocs = passes
-    first.moved = _moved(first, second)
-    first.alloc_bytes = allocs.alloc_bytes
+    calls = [c for c, profiled in counted if profiled]
+    allocs = [c for c, profiled in counted if not profiled]
+    first = calls[0] if calls else allocs[0]
+    if len(calls) >= 2:
+        first.moved = _moved(calls[0], calls[1])
+    if allocs:
+        first.alloc_bytes = allocs[0].alloc_bytes
     first.cost_s = time.thread_time() - started
+    first.pass_cpu_s = [round(x, 4) for x in pass_cpu]
     return first
+
+
+def merge_allocations(calls: Counts | str, allocs: Counts | str) -> Counts | str:
+    """The count of :data:`PROFILED_PASSES` with the allocations of :data:`TRACED_PASSES` (two processes' work)."""
+    if isinstance(calls, str) or isinstance(allocs, str):
+        return calls
+    calls.alloc_bytes = allocs.alloc_bytes
+    calls.cost_s += allocs.cost_s
+    calls.pass_cpu_s = calls.pass_cpu_s + allocs.pass_cpu_s
+    return calls
 
 
 def _moved(a: Counts, b: Counts) -> dict[str, str]:
@@ -567,7 +603,13 @@ def to_metrics(c: Counts, libraries: Mapping[str, Any]) -> list[Metric]:
             "loader_offcpu_ms_per_sample",
             sum(off.values()),
             "ms/sample",
-            detail={**common, "by": {k: round(v, 4) for k, v in off.items()}, "counting_cpu_s": c.cost_s},
+            detail={
+                **common,
+                "by": {k: round(v, 4) for k, v in off.items()},
+                "counting_cpu_s": c.cost_s,
+                "counting_pass_cpu_s": list(c.pass_cpu_s),
+                "counted_in": c.counted_in,
+            },
         )
     )
     return out
@@ -590,22 +632,67 @@ class LoaderCountProbe(Probe):
         self.batches = batches
         self._ctx: RunContext | None = None
         self._counts: Counts | str | None = None
+        self._child: tuple[Any, ...] | None = None  # the count's forked children (perfsuite.core.forked.Forked)
 
     def setup(self, ctx: RunContext) -> None:
-        self._ctx, self._counts = ctx, None
+        self._ctx, self._counts, self._child = ctx, None, None
+
+    def begin_after_window(self) -> None:
+        """On a host with cores to spare, the count starts in a forked child, beside the ledger's replay: its
+        figures are exact, whichever process counts them (``tests/unit/test_forked.py``)."""
+        from perfsuite.core import forked
+
+        ctx = self._ctx
+        n = forked.processes()
+        if ctx is None or ctx.job is None or n < 2:
+            return
+        # with 3 processes or more, the calls counted twice in one child and the allocations in another
+        split = (PROFILED_PASSES, TRACED_PASSES) if n >= 3 else (PASSES,)
+        children: list[Any] = []
+        try:
+            for passes in split:
+                children.append(forked.Forked(count, ctx.job.loader, ctx.batch_size, self.batches, 0, passes))
+        except OSError:  # no fork here (a process limit): counted in this process
+            for child in children:
+                child.cancel()
+            return
+        self._child = tuple(children)
 
     def after_window(self) -> None:
+        from perfsuite.core.forked import ChildFailed
+
         ctx = self._ctx
         if ctx is None or ctx.job is None:
             self._counts = "no job to replay"
             return
+        children, self._child = self._child, None
+        where = "this process"
+        if children is not None:
+            try:
+                got = [child.result() for child in children]
+                self._counts = merge_allocations(*got) if len(got) == 2 else got[0]
+                if isinstance(self._counts, Counts):
+                    self._counts.counted_in = f"{len(got)} forked child(ren)"
+                return
+            except ChildFailed as exc:  # a Dataset that cannot run in a forked child: counted here instead
+                where = f"this process (the forked child failed: {str(exc).splitlines()[0]})"
+            finally:
+                for child in children:
+                    child.cancel()
         try:
             self._counts = count(ctx.job.loader, ctx.batch_size, batches=self.batches)
+            if isinstance(self._counts, Counts):
+                self._counts.counted_in = where
         except Exception as exc:  # noqa: BLE001 - the user's Dataset outside its worker: report, never fail the run
             self._counts = (
                 f"counting the loader's stages in the training process raised {type(exc).__name__}: {exc} "
                 "(a Dataset that only works inside a DataLoader worker?)"
             )
+
+    def finish(self) -> None:
+        for child in self._child or ():  # the run failed between starting the count and collecting it
+            child.cancel()
+        self._child = None
 
     def metrics(self, timings: WindowTimings) -> list[Metric]:
         c = self._counts

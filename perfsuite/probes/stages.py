@@ -27,12 +27,19 @@ five small PNG files) is timed the same way: on a shared CPU the cost of the sam
 moves with what runs beside them (an SMT sibling, the caches), so verdicts
 compare per-batch costs in units of the calibration measured at that moment
 (:attr:`perfsuite.core.metrics.MetricSpec.scale_by`).
+
+On a host with cores to spare (:func:`perfsuite.core.forked.processes`) and a replay estimated at a second of
+CPU or more, the batches are dealt to forked children, one core each, each timing its batches and its own
+calibration as above and sending back the timings and the batch's shapes and dtypes; pinning and the device
+copy (CUDA only, which a forked child cannot use) are timed here on a batch of the same bytes. At full scale
+this cut the replay's longest process to a fifth of its CPU (docs/phases.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import random
 import tempfile
@@ -44,6 +51,7 @@ from typing import Any
 TRANSFORM_ATTRS = ("transform", "transforms", "augment", "target_transform", "joint_transform")
 STAGES = ("__getitem__", "transform", "collate_fn", "pin_memory")
 MIN_BATCHES = 5  # the timing rule's fewest samples per side
+PARALLEL_MIN_S = 1.0  # the replay's estimated CPU seconds below which forking children would not pay for itself
 REPLAY_BATCHES = 16  # batches replayed per run: 8 left a +20% change undecided in 1 pair in 10 (docs/loader.md)
 
 
@@ -58,7 +66,9 @@ class Replay:
     code: dict[str, str] = field(default_factory=dict)  # stage -> the user's callable that runs it
     h2d_ms: list[float] = field(default_factory=list)  # CUDA only: wall time of the batch's host->device copy
     repeats: int = 1
-    cpu_s: float = 0.0  # the replay's own CPU time (what the ledger costs after the window)
+    cpu_s: float = 0.0  # the replay's own CPU time, its children's included (what the ledger costs after the window)
+    processes: int = 1  # the processes that timed the batches (forked children on a host with cores to spare)
+    share_cpu_s: list[float] = field(default_factory=list)  # each child's CPU seconds: the longest bounds the wall
     sampler: str = ""  # where the replay's indices differ from the loader's own sampler, why that is
 
 
@@ -299,59 +309,196 @@ def replay(
         out.stages["pin_memory"] = []
     order = np.random.default_rng(seed).permutation(len(dataset))
     started = time.thread_time()
+    timer = _BatchTimer(clone, collate, order, per_batch, repeats, seed, transform_ns)
     with _isolated() as reseed:
         reseed(seed)  # one untimed pass first: lazy imports, first-touch allocations, cold caches
         first = [clone[int(i)] for i in order[: min(per_batch, len(order))]]
         if collate is not None:
             collate(first)
         calibrate(1)
-        for b in range(batches):
-            indices = [int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)]
-            # Per unit of work (each sample, the collate, the pinning), the fastest of the repeats: a short
-            # interval is seldom preempted, and the fastest copy is the one least disturbed by what shares the core.
-            items: list[tuple[int, int]] = []  # per sample: (total ns, of which transform ns), fastest repeat
-            stage_ns = {"collate_fn": -1, "pin_memory": -1}
-            best_cal = -1
-            for _ in range(repeats):
-                reseed(seed * 1_000_003 + b)
-                samples = []
-                for k, i in enumerate(indices):
-                    transform_ns[0] = 0
-                    t0 = time.thread_time_ns()
-                    samples.append(clone[i])
-                    spent = (time.thread_time_ns() - t0, transform_ns[0])
-                    if len(items) <= k:
-                        items.append(spent)
-                    elif spent[0] < items[k][0]:
-                        items[k] = spent
-                t1 = time.thread_time_ns()
-                batch = collate(samples) if collate is not None else samples
-                t2 = time.thread_time_ns()
-                if pin:
-                    from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
-
-                    batch = pin_batch(batch)
-                t3 = time.thread_time_ns()
-                for name, ns in (("collate_fn", t2 - t1), ("pin_memory", t3 - t2)):
-                    stage_ns[name] = ns if stage_ns[name] < 0 else min(stage_ns[name], ns)
-                cal = calibrate()
-                best_cal = cal if best_cal < 0 else min(best_cal, cal)
-            split = {
-                "__getitem__": sum(total - tr for total, tr in items),
-                "transform": sum(tr for _, tr in items),
-                "collate_fn": stage_ns["collate_fn"] if collate is not None else 0,
-                "pin_memory": stage_ns["pin_memory"] if pin else 0,
-            }
-            out.per_batch_ms.append(sum(split.values()) / 1e6 / per_batch)
-            out.cal_ms.append(best_cal / 1e6)
-            for name in out.stages:
-                out.stages[name].append(max(0, split[name]) / 1e6 / per_batch)
-            if cuda:
-                out.h2d_ms.append(_copy_ms(batch, device))
-            if time.thread_time() - started > budget_s and b + 1 >= MIN_BATCHES:
-                break
-    out.cpu_s = time.thread_time() - started
+        timer.reseed = reseed
+        shares = _shares(batches, time.thread_time() - started, repeats, budget_s)
+        timed_batches = _in_children(timer, shares) if len(shares) > 1 else None
+        if timed_batches is not None:
+            out.processes = len(shares)
+            out.share_cpu_s = [round(t.cpu_s, 4) for t in timed_batches if t.cpu_s > 0]  # one per child: its last
+            for t in timed_batches:
+                if pin:  # the children cannot pin (CUDA in a forked child): the same bytes, pinned here
+                    t.stage_ns["pin_memory"], batch = _pin_ns(t.spec, repeats)
+                _add(out, t, per_batch, collate is not None, pin)
+                if cuda:
+                    out.h2d_ms.append(_copy_ms(batch if pin else _like(t.spec), device))
+                out.cpu_s += t.cpu_s
+        else:
+            for b in range(batches):
+                t = timer.time(b, pin)
+                _add(out, t, per_batch, collate is not None, pin)
+                if cuda:
+                    out.h2d_ms.append(_copy_ms(t.batch, device))
+                if time.thread_time() - started > budget_s and b + 1 >= MIN_BATCHES:
+                    break
+    out.cpu_s += time.thread_time() - started
     return out
+
+
+@dataclass
+class _BatchTimes:
+    """One replayed batch's timings: per sample (total ns, of which transform ns), the fastest repeat of each; the
+    collate's and the pinning's ns; the calibration's; the batch (in this process) or its tensors' shapes and
+    dtypes (from a child); and, from a child, the child's CPU seconds."""
+
+    index: int
+    items: list[tuple[int, int]]
+    stage_ns: dict[str, int]
+    cal_ns: int
+    batch: Any = None
+    spec: Any = None
+    cpu_s: float = 0.0
+
+
+class _BatchTimer:
+    """Times batch ``b`` of the fixed order: its samples, collate (and pinning), ``repeats`` times, fastest kept."""
+
+    def __init__(
+        self, clone: Any, collate: Any, order: Any, per_batch: int, repeats: int, seed: int, transform_ns: list[int]
+    ) -> None:
+        self.clone, self.collate, self.order, self.per_batch = clone, collate, order, per_batch
+        self.repeats, self.seed, self.transform_ns = repeats, seed, transform_ns
+        self.reseed: Callable[[int], None] = lambda k: None
+
+    def time(self, b: int, pin: bool) -> _BatchTimes:
+        indices = [int(self.order[(b * self.per_batch + k) % len(self.order)]) for k in range(self.per_batch)]
+        # Per unit of work (each sample, the collate, the pinning), the fastest of the repeats: a short
+        # interval is seldom preempted, and the fastest copy is the one least disturbed by what shares the core.
+        items: list[tuple[int, int]] = []  # per sample: (total ns, of which transform ns), fastest repeat
+        stage_ns = {"collate_fn": -1, "pin_memory": -1}
+        best_cal = -1
+        batch: Any = None
+        for _ in range(self.repeats):
+            self.reseed(self.seed * 1_000_003 + b)
+            samples = []
+            for k, i in enumerate(indices):
+                self.transform_ns[0] = 0
+                t0 = time.thread_time_ns()
+                samples.append(self.clone[i])
+                spent = (time.thread_time_ns() - t0, self.transform_ns[0])
+                if len(items) <= k:
+                    items.append(spent)
+                elif spent[0] < items[k][0]:
+                    items[k] = spent
+            t1 = time.thread_time_ns()
+            batch = self.collate(samples) if self.collate is not None else samples
+            t2 = time.thread_time_ns()
+            if pin:
+                from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+                batch = pin_batch(batch)
+            t3 = time.thread_time_ns()
+            for name, ns in (("collate_fn", t2 - t1), ("pin_memory", t3 - t2)):
+                stage_ns[name] = ns if stage_ns[name] < 0 else min(stage_ns[name], ns)
+            cal = calibrate()
+            best_cal = cal if best_cal < 0 else min(best_cal, cal)
+        return _BatchTimes(b, items, stage_ns, best_cal, batch=batch)
+
+    def share(self, batches: list[int]) -> list[_BatchTimes]:
+        """A child's share: its batches timed, each sent back with its tensors' shapes and dtypes, not the batch."""
+        started = time.thread_time()
+        out = []
+        for b in batches:
+            t = self.time(b, pin=False)
+            t.spec, t.batch = _spec(t.batch), None
+            out.append(t)
+        if out:
+            out[-1].cpu_s = time.thread_time() - started
+        return out
+
+
+def _add(out: Replay, t: _BatchTimes, per_batch: int, collated: bool, pin: bool) -> None:
+    split = {
+        "__getitem__": sum(total - tr for total, tr in t.items),
+        "transform": sum(tr for _, tr in t.items),
+        "collate_fn": t.stage_ns["collate_fn"] if collated else 0,
+        "pin_memory": t.stage_ns["pin_memory"] if pin else 0,
+    }
+    out.per_batch_ms.append(sum(split.values()) / 1e6 / per_batch)
+    out.cal_ms.append(t.cal_ns / 1e6)
+    for name in out.stages:
+        out.stages[name].append(max(0, split[name]) / 1e6 / per_batch)
+
+
+def _shares(batches: int, first_s: float, repeats: int, budget_s: float) -> list[list[int]]:
+    """The batches each process times: one share (this process, the budget checked as it goes) unless the host has
+    processes to spare (:func:`perfsuite.core.forked.processes`) and the replay would take a second of CPU or
+    more; then as many batches as the budget holds (at least :data:`MIN_BATCHES`, estimated from the untimed
+    pass), dealt round-robin to one child per spare process beyond the training process and the loader count's
+    child."""
+    from perfsuite.core import forked
+
+    per_batch_s = max(first_s, 1e-6) * (repeats + 1)  # the samples and collate, and about as much calibration
+    needed = max(MIN_BATCHES, min(batches, math.ceil(budget_s / per_batch_s)))
+    needed = min(needed, batches)
+    spare = forked.processes() - 2
+    if spare < 2 or needed * per_batch_s < PARALLEL_MIN_S:
+        return [list(range(batches))]
+    k = min(spare, needed)
+    return [list(range(j, needed, k)) for j in range(k)]
+
+
+def _in_children(timer: _BatchTimer, shares: list[list[int]]) -> list[_BatchTimes] | None:
+    """The shares timed in forked children, in batch order; None where a child failed (then this process times
+    them all)."""
+    from perfsuite.core.forked import ChildFailed, Forked
+
+    children: list[Forked[list[_BatchTimes]]] = []
+    try:
+        children = [Forked(timer.share, share) for share in shares]
+        timed = [t for child in children for t in child.result()]
+    except (ChildFailed, OSError):
+        return None
+    finally:
+        for child in children:
+            child.cancel()
+    return sorted(timed, key=lambda t: t.index)
+
+
+def _spec(batch: Any) -> Any:
+    """The batch's structure with each tensor replaced by its (shape, dtype): what pinning and copying it cost."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return ("tensor", tuple(batch.shape), str(batch.dtype).removeprefix("torch."))
+    if isinstance(batch, dict):
+        return {k: _spec(v) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return [_spec(v) for v in batch]
+    return None
+
+
+def _like(spec: Any) -> Any:
+    """A batch of zeros with ``spec``'s structure, shapes and dtypes (written, so its pages are real)."""
+    import torch
+
+    if isinstance(spec, tuple) and spec and spec[0] == "tensor":
+        return torch.zeros(spec[1], dtype=getattr(torch, spec[2]))
+    if isinstance(spec, dict):
+        return {k: _like(v) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_like(v) for v in spec]
+    return spec
+
+
+def _pin_ns(spec: Any, repeats: int) -> tuple[int, Any]:
+    """The fastest of ``repeats`` pinnings of a batch of ``spec``'s bytes, and the last pinned batch."""
+    from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+    batch, best = _like(spec), -1
+    pinned: Any = None
+    for _ in range(repeats):
+        t0 = time.thread_time_ns()
+        pinned = pin_batch(batch)
+        spent = time.thread_time_ns() - t0
+        best = spent if best < 0 else min(best, spent)
+    return best, pinned
 
 
 def _copy_ms(batch: Any, device: Any) -> float:
