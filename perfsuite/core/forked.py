@@ -9,8 +9,10 @@ are thread CPU time beside a calibration kernel timed in the same process, so ne
 ran it; what the children change is only how long the GPU waits.
 
 Where the host has few cores (fewer than :data:`MIN_CORES` usable), the children would share cores with each
-other and with the training process, and the replay's CPU figures would then measure that sharing: the work
-stays in this process, as before. ``$PERFSUITE_AFTER_WINDOW_PROCESSES`` sets the count of processes the
+other and with the training process, and the replay's CPU figures would then measure that sharing: the replay
+stays in this process and the count runs in one child after it, one thing at a time, as before. (The count runs
+in a fresh child everywhere fork is safe, so a generator keyed on the process starts from its seed on every
+machine: :class:`perfsuite.probes.loadercount.LoaderCountProbe`.) ``$PERFSUITE_AFTER_WINDOW_PROCESSES`` sets the count of processes the
 after-window work may use (``1``: all in this process), for a machine the default misjudges and for tests.
 
 A child that fails (a Dataset that uses CUDA in ``__getitem__`` cannot run in a forked child, as it cannot in a
@@ -23,6 +25,7 @@ import contextlib
 import os
 import pickle
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -42,6 +45,11 @@ class ChildFailed(RuntimeError):
 SHARERS = ("LOCAL_WORLD_SIZE", "PYTEST_XDIST_WORKER_COUNT")
 
 
+def available() -> bool:
+    """Whether this platform forks as a DataLoader worker does (Linux: macOS's fork is unsafe with threads)."""
+    return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
 def processes(usable: int | None = None) -> int:
     """How many processes the after-window work may use, this one included: its share of the usable cores (split
     among the node's ranks or pytest-xdist's workers) where that share is at least :data:`MIN_CORES`, else 1;
@@ -52,7 +60,7 @@ def processes(usable: int | None = None) -> int:
             return max(1, int(raw))
         except ValueError:
             return 1
-    if not hasattr(os, "fork"):
+    if not available():
         return 1
     if usable is None:
         from perfsuite.core.cores import usable_cores

@@ -638,43 +638,34 @@ class LoaderCountProbe(Probe):
         self._ctx, self._counts, self._child = ctx, None, None
 
     def begin_after_window(self) -> None:
-        """On a host with cores to spare, the count starts in a forked child, beside the ledger's replay: its
-        figures are exact, whichever process counts them (``tests/unit/test_forked.py``)."""
+        """On a host with cores to spare, the count starts in forked children now, beside the ledger's replay."""
         from perfsuite.core import forked
 
-        ctx = self._ctx
-        n = forked.processes()
-        if ctx is None or ctx.job is None or n < 2:
-            return
-        # with 3 processes or more, the calls counted twice in one child and the allocations in another
-        split = (PROFILED_PASSES, TRACED_PASSES) if n >= 3 else (PASSES,)
-        children: list[Any] = []
-        try:
-            for passes in split:
-                children.append(forked.Forked(count, ctx.job.loader, ctx.batch_size, self.batches, 0, passes))
-        except OSError:  # no fork here (a process limit): counted in this process
-            for child in children:
-                child.cancel()
-            return
-        self._child = tuple(children)
+        if self._ctx is not None and self._ctx.job is not None and forked.processes() >= 3:
+            self._child = self._fork((PROFILED_PASSES, TRACED_PASSES))  # the calls' passes, the allocations'
 
     def after_window(self) -> None:
-        from perfsuite.core.forked import ChildFailed
+        """The count, always in a fresh forked child where this platform forks (so a generator keyed on the
+        process, as a worker-aware augmentation's is, starts from its seed: the same count whatever the window
+        drew and whatever ``num_workers`` is); in this process where it cannot."""
+        from perfsuite.core import forked
 
         ctx = self._ctx
         if ctx is None or ctx.job is None:
             self._counts = "no job to replay"
             return
         children, self._child = self._child, None
-        where = "this process"
+        if children is None and forked.available():
+            children = self._fork((PASSES,))
+        where = "this process (this platform does not fork)"
         if children is not None:
             try:
                 got = [child.result() for child in children]
                 self._counts = merge_allocations(*got) if len(got) == 2 else got[0]
                 if isinstance(self._counts, Counts):
-                    self._counts.counted_in = f"{len(got)} forked child(ren)"
+                    self._counts.counted_in = f"{len(got)} forked child process(es)"
                 return
-            except ChildFailed as exc:  # a Dataset that cannot run in a forked child: counted here instead
+            except forked.ChildFailed as exc:  # a Dataset that cannot run in a forked child: counted here instead
                 where = f"this process (the forked child failed: {str(exc).splitlines()[0]})"
             finally:
                 for child in children:
@@ -688,6 +679,22 @@ class LoaderCountProbe(Probe):
                 f"counting the loader's stages in the training process raised {type(exc).__name__}: {exc} "
                 "(a Dataset that only works inside a DataLoader worker?)"
             )
+
+    def _fork(self, split: tuple[tuple[tuple[bool, bool, bool], ...], ...]) -> tuple[Any, ...] | None:
+        """One forked child per group of passes, counting; None where this process cannot fork now."""
+        from perfsuite.core import forked
+
+        assert self._ctx is not None and self._ctx.job is not None
+        loader, size = self._ctx.job.loader, self._ctx.batch_size
+        children: list[Any] = []
+        try:
+            for passes in split:
+                children.append(forked.Forked(count, loader, size, self.batches, 0, passes))
+        except OSError:  # a process limit: counted in this process
+            for child in children:
+                child.cancel()
+            return None
+        return tuple(children)
 
     def finish(self) -> None:
         for child in self._child or ():  # the run failed between starting the count and collecting it

@@ -75,14 +75,14 @@ def face_loader() -> Any:
     return build_pipeline(w, w.scale("smoke"), knobs, seed=0).loader
 
 
-def test_a_forked_child_counts_exactly_what_this_process_counts(face_loader: Any) -> None:
-    """The child starts from the state before the replay, this process counts after it (the order of the probes
-    when everything runs here): every exact counter, its stages and its sites, the same."""
-    child = forked.Forked(count, face_loader, 0)
+def test_a_count_forked_before_the_replay_equals_one_forked_after_it(face_loader: Any) -> None:
+    """With cores to spare the count's child starts before the ledger's replay; without, after it: every exact
+    counter, its stages and its sites, the same."""
+    before = forked.Forked(count, face_loader, 0)
     stages.replay(face_loader, 0, batches=5, repeats=1, budget_s=0.0)
-    here = _exact(count(face_loader, 0))
-    assert _exact(child.result()) == here
-    assert here["loader_calls_per_sample"][0] > 0
+    after = forked.Forked(count, face_loader, 0)
+    assert _exact(before.result()) == _exact(after.result())
+    assert _exact(after.result())["loader_calls_per_sample"][0] > 0
 
 
 class Heavy:
@@ -167,10 +167,28 @@ def test_a_run_on_spare_cores_judges_the_same_exact_counters(tmp_path: Path, mon
         got = {n: m.value for n, m in result.metrics.items() if m.available and metrics.get(n).exact}
         return got, result.metric("loader_offcpu_ms_per_sample").detail["counted_in"]
 
-    here, where_here = exact_of("1")
-    there, where_there = exact_of("4")
-    assert (where_here, where_there) == ("this process", "2 forked child(ren)")
-    assert "loader_calls_per_sample" in here and there == here
+    one, where_one = exact_of("1")
+    spare, where_spare = exact_of("4")
+    assert (where_one, where_spare) == ("1 forked child process(es)", "2 forked child process(es)")
+    assert "loader_calls_per_sample" in one and spare == one
+
+
+def test_the_count_does_not_depend_on_what_the_window_drew_from_a_per_process_generator() -> None:
+    """perfsuite's CPU augmentation keys its generator on the process (and worker), as worker-aware transforms
+    do. With ``num_workers=0`` the training process draws from it through the window; counted in a fresh child
+    the stream starts from its seed, so the count is the same whether the window drew 1 batch or 5."""
+    from perfsuite.harness.pipeline import build_pipeline
+    from perfsuite.jobs.registry import get_workload
+
+    def counted_after(batches: int) -> dict[str, Any]:
+        w = get_workload("gray_classifier")
+        knobs = Knobs.from_flat(aug="cpu", num_workers=0, device="cpu")
+        loader = build_pipeline(w, w.scale("smoke"), knobs, seed=0).loader
+        for _, _ in zip(range(batches), loader, strict=False):
+            pass
+        return _exact(forked.Forked(count, loader, 0).result())
+
+    assert counted_after(1) == counted_after(5)
 
 
 def test_the_count_split_over_two_children_equals_the_count_in_one(face_loader: Any) -> None:
@@ -180,7 +198,7 @@ def test_the_count_split_over_two_children_equals_the_count_in_one(face_loader: 
     calls = forked.Forked(count, face_loader, 0, 2, 0, PROFILED_PASSES)
     allocs = forked.Forked(count, face_loader, 0, 2, 0, TRACED_PASSES)
     split = merge_allocations(calls.result(), allocs.result())
-    whole = count(face_loader, 0)
+    whole = forked.Forked(count, face_loader, 0).result()
     assert _exact(split) == _exact(whole)
     assert isinstance(split, Counts) and isinstance(whole, Counts) and len(split.pass_cpu_s) == 5
     # the allocations are judged within 5% (perfsuite.core.metrics): here they are traced after one pass, not three
