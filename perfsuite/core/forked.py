@@ -12,8 +12,9 @@ Where the host has few cores (fewer than :data:`MIN_CORES` usable), the children
 other and with the training process, and the replay's CPU figures would then measure that sharing: the replay
 stays in this process and the count runs in one child after it, one thing at a time, as before. (The count runs
 in a fresh child everywhere fork is safe, so a generator keyed on the process starts from its seed on every
-machine: :class:`perfsuite.probes.loadercount.LoaderCountProbe`.) ``$PERFSUITE_AFTER_WINDOW_PROCESSES`` sets the count of processes the
-after-window work may use (``1``: all in this process), for a machine the default misjudges and for tests.
+machine: :class:`perfsuite.probes.loadercount.LoaderCountProbe`.) ``$PERFSUITE_AFTER_WINDOW_PROCESSES`` sets
+the count of processes the after-window work may use (``1``: one at a time), for a machine the default misjudges
+and for tests.
 
 A child that fails (a Dataset that uses CUDA in ``__getitem__`` cannot run in a forked child, as it cannot in a
 DataLoader worker) raises :class:`ChildFailed` in the parent, which then does the work itself.
