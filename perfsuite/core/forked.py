@@ -110,8 +110,10 @@ class Forked(Generic[T]):
             try:
                 with os.fdopen(self._read, "rb") as pipe:
                     data = pipe.read()
-            finally:
-                _, status = os.waitpid(self.pid, 0)
+            except BaseException:  # the watchdog's deadline or a Ctrl-C while waiting: stop the child, then go on
+                self.cancel()
+                raise
+            _, status = os.waitpid(self.pid, 0)
             if not data:
                 raise ChildFailed(f"the child process ended without a result (wait status {status})")
             self._done = pickle.loads(data)

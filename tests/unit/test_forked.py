@@ -37,6 +37,29 @@ def test_a_child_sends_its_value_back_or_says_why_not() -> None:
     assert child.result() == 4
 
 
+def test_a_wait_interrupted_by_a_deadline_stops_the_child_and_reaps_it() -> None:
+    """The watchdog raises in the main thread on SIGALRM; a child that hangs must not hang the run after it."""
+    import signal
+    import time
+
+    def deadline(signum: int, frame: Any) -> None:
+        raise TimeoutError("the phase's deadline")
+
+    child = forked.Forked(time.sleep, 60)
+    old = signal.signal(signal.SIGALRM, deadline)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(TimeoutError):
+            child.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # reaped: no such child any more
+    with pytest.raises(forked.ChildFailed, match="cancelled"):
+        child.result()
+
+
 def test_the_processes_follow_the_usable_cores_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (forked.ENV, *forked.SHARERS):
         monkeypatch.delenv(name, raising=False)
