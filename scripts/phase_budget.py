@@ -47,7 +47,27 @@ def check_run(path: Path, budget: float) -> tuple[bool, list[str]]:
     head = (
         f"{path}: {result.workload}/{result.scale}, {result.steps} steps: overhead {over:.1f} s, {verdict} {budget:g} s"
     )
-    return over <= budget, [head, *table(result.phases)]
+    return over <= budget, [head, *table(result.phases), where_after_window(result)]
+
+
+def where_after_window(result: Result) -> str:
+    """Where the loader's after-window work ran: its replay's processes (and their CPU), its count's."""
+    replay = result.metric("loader_cpu_ms_per_sample").detail
+    counted = result.metric("loader_offcpu_ms_per_sample").detail
+    shares = replay.get("replay_share_cpu_s") or []
+    replay_part = (
+        f"replay in {replay.get('replay_processes', 1)} process(es)"
+        + (f" (longest share {max(shares):.2f} s CPU)" if shares else "")
+        if "replay_cpu_s" in replay
+        else "no replay"
+    )
+    passes = ", ".join(f"{x:.2f}" for x in counted.get("counting_pass_cpu_s") or [])
+    count_part = (
+        f"count in {counted['counted_in']}" + (f" (passes {passes} s CPU)" if passes else "")
+        if "counted_in" in counted
+        else "no count recorded"
+    )
+    return f"  after the window: {replay_part}; {count_part}"
 
 
 def check_setup(path: Path) -> tuple[bool, list[str]]:
