@@ -431,13 +431,13 @@ def _shares(batches: int, first_s: float, repeats: int, budget_s: float) -> list
     processes to spare (:func:`perfsuite.core.forked.processes`) and the replay would take a second of CPU or
     more; then as many batches as the budget holds (at least :data:`MIN_BATCHES`, estimated from the untimed
     pass), dealt round-robin to one child per spare process beyond the training process and the loader count's
-    child."""
+    two children."""
     from perfsuite.core import forked
 
     per_batch_s = max(first_s, 1e-6) * (repeats + 1)  # the samples and collate, and about as much calibration
     needed = max(MIN_BATCHES, min(batches, math.ceil(budget_s / per_batch_s)))
     needed = min(needed, batches)
-    spare = forked.processes() - 2
+    spare = forked.processes() - 3  # this process, and the loader count's two children beside the replay
     if spare < 2 or needed * per_batch_s < PARALLEL_MIN_S:
         return [list(range(batches))]
     k = min(spare, needed)
