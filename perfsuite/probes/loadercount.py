@@ -38,9 +38,10 @@ metric's ``detail["libraries"]``, and a difference makes a comparison *inconclus
 
 On a host with cores to spare (:func:`perfsuite.core.forked.processes`: 4 usable or more, a GPU runner's) the
 count runs in forked children, started before the ledger's replay and collected after it, so the two overlap
-instead of adding up while the GPU waits: the calls' passes in one child, the allocations' in another
-(:data:`PROFILED_PASSES`, :data:`TRACED_PASSES`), each after its own uncounted pass. The counts are the same
-(``tests/unit/test_forked.py``); ``detail["counted_in"]`` says where they were made.
+instead of adding up while the GPU waits: the first counted pass in one child, the allocations' pass and the
+second counted pass in another (:data:`SPLIT_PASSES`), each after its own uncounted pass. The counts are the
+same (``tests/unit/test_forked.py``); ``detail["counted_in"]`` says where they were made. Elsewhere the count
+runs all its passes in one forked child, after the replay.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -403,26 +404,62 @@ def canonical_image_formats() -> Iterator[None]:
 # per-process caches); two with the calls profiled, compared to find the counters that do not repeat; one with
 # the allocations traced and no profiler, so neither pays for the other: tracemalloc under sys.setprofile traced
 # the tally's own bookkeeping too, 60 times the plain pass's CPU for gray_classifier at smoke scale.
-PASSES = ((False, False, False), (True, False, True), (True, False, True), (True, True, False))
-# The same passes split for two processes (perfsuite.core.forked): the calls counted twice in one, the allocations
-# in the other, each after its own uncounted pass; merge_allocations() joins them.
-PROFILED_PASSES, TRACED_PASSES = PASSES[:3], (PASSES[0], PASSES[3])
+Pass = tuple[bool, bool, bool]
+PASSES: tuple[Pass, ...] = ((False, False, False), (True, False, True), (True, False, True), (True, True, False))
+# The same passes split between two processes (perfsuite.core.forked), for the longer to take less than the four:
+# in one, the uncounted pass and the first counted one; in the other, the uncounted pass, the allocations' pass and
+# the second counted one, which so starts one pass of the same work after the first, as it does in one process
+# (where a generator nobody seeds has moved on by then, and the two counts differ: what they are compared for).
+SPLIT_PASSES: tuple[tuple[Pass, ...], ...] = ((PASSES[0], PASSES[1]), (PASSES[0], PASSES[3], PASSES[2]))
 
 
-def count(
-    loader: Any,
-    batch_size: int,
-    batches: int = COUNT_BATCHES,
-    seed: int = 0,
-    passes: tuple[tuple[bool, bool, bool], ...] = PASSES,
-) -> Counts | str:
-    """Count the loader's work on ``batches`` fixed batches; Counts, or why not.
+@dataclass
+class Passes:
+    """What some passes counted, in their order: the counts of those whose calls were profiled, of those whose
+    allocations were traced, their CPU seconds per pass (uncounted passes included), and in all."""
 
-    Four passes (:data:`PASSES`), each on a fresh copy of the Dataset (so a generator the Dataset holds starts
-    each pass where the original is): one uncounted (imports, per-process caches), two counted, one for the
-    allocations alone. What differs
-    between the two counted passes is not reproducible (a generator nobody seeds, a clock read in a loop):
-    ``Counts.moved`` says which, and those counters are reported unavailable, never judged exactly.
+    calls: list[Counts] = field(default_factory=list)
+    allocs: list[Counts] = field(default_factory=list)
+    pass_cpu_s: list[float] = field(default_factory=list)
+    cost_s: float = 0.0
+
+
+def combine(parts: Sequence[Passes | str]) -> Counts | str:
+    """One count from the passes of one process or of several (in :data:`SPLIT_PASSES`' order); why not, where one
+    could not count. The first counted pass's counts, the counters that moved between the two counted passes
+    (``Counts.moved``), the first traced pass's allocations."""
+    for part in parts:
+        if isinstance(part, str):
+            return part
+    done = [p for p in parts if not isinstance(p, str)]
+    calls = [c for p in done for c in p.calls]
+    allocs = [c for p in done for c in p.allocs]
+    first = calls[0] if calls else allocs[0]
+    if len(calls) >= 2:
+        first.moved = _moved(calls[0], calls[1])
+    if allocs:
+        first.alloc_bytes = allocs[0].alloc_bytes
+    first.cost_s = sum(p.cost_s for p in done)
+    first.pass_cpu_s = [x for p in done for x in p.pass_cpu_s]
+    return first
+
+
+def count(loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0) -> Counts | str:
+    """Count the loader's work on ``batches`` fixed batches, all of :data:`PASSES` in this process; Counts, or why
+    not (see :func:`count_passes`)."""
+    return combine([count_passes(loader, batch_size, batches, seed, PASSES)])
+
+
+def count_passes(
+    loader: Any, batch_size: int, batches: int = COUNT_BATCHES, seed: int = 0, passes: Sequence[Pass] = PASSES
+) -> Passes | str:
+    """Run ``passes`` over ``batches`` fixed batches and keep what the counted ones counted; or why not.
+
+    :data:`PASSES`, each on a fresh copy of the Dataset (so a generator the Dataset holds starts each pass where
+    the original is): one uncounted (imports, per-process caches), two counted, one for the allocations alone.
+    What differs between the two counted passes is not reproducible (a generator nobody seeds, a clock read in a
+    loop): :func:`combine` says which in ``Counts.moved``, and those counters are reported unavailable, never
+    judged exactly.
     """
     import tracemalloc
 
@@ -437,8 +474,7 @@ def count(
     plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
     rchar = _rchar_reader()
     sites = Sites()
-    counted: list[tuple[Counts, bool]] = []  # each counted pass's Counts, and whether its calls were profiled
-    pass_cpu: list[float] = []  # each pass's CPU seconds, in PASSES' order
+    done = Passes()
     skip = {_Staged.__call__.__code__, *_own_codes()}
     started = time.thread_time()
     traced_before = tracemalloc.is_tracing()
@@ -452,7 +488,7 @@ def count(
                 clone, staged = _staged_copy(dataset, holder)
                 if not is_counted:
                     _one_pass(clone, collate, plans, seed, reseed, None)
-                    pass_cpu.append(time.thread_time() - pass_started)
+                    done.pass_cpu_s.append(round(time.thread_time() - pass_started, 4))
                     continue
                 stages = ["__getitem__", *(["transform"] if staged else [])]
                 out = Counts(samples=per_batch * batches, stages=stages + (["collate_fn"] if collate else []))
@@ -483,8 +519,8 @@ def count(
                         tracemalloc.stop()
                     if gc_before:
                         gc.enable()
-                counted.append((out, profiled))
-                pass_cpu.append(time.thread_time() - pass_started)
+                (done.calls if profiled else done.allocs).append(out)
+                done.pass_cpu_s.append(round(time.thread_time() - pass_started, 4))
     finally:
         if tally is not None:
             tally.on = False
@@ -496,26 +532,8 @@ def count(
             gc.enable()
         if rchar is not None:
             os.close(rchar.fd)  # type: ignore[attr-defined]
-    calls = [c for c, profiled in counted if profiled]
-    allocs = [c for c, profiled in counted if not profiled]
-    first = calls[0] if calls else allocs[0]
-    if len(calls) >= 2:
-        first.moved = _moved(calls[0], calls[1])
-    if allocs:
-        first.alloc_bytes = allocs[0].alloc_bytes
-    first.cost_s = time.thread_time() - started
-    first.pass_cpu_s = [round(x, 4) for x in pass_cpu]
-    return first
-
-
-def merge_allocations(calls: Counts | str, allocs: Counts | str) -> Counts | str:
-    """The count of :data:`PROFILED_PASSES` with the allocations of :data:`TRACED_PASSES` (two processes' work)."""
-    if isinstance(calls, str) or isinstance(allocs, str):
-        return calls
-    calls.alloc_bytes = allocs.alloc_bytes
-    calls.cost_s += allocs.cost_s
-    calls.pass_cpu_s = calls.pass_cpu_s + allocs.pass_cpu_s
-    return calls
+    done.cost_s = time.thread_time() - started
+    return done
 
 
 def _moved(a: Counts, b: Counts) -> dict[str, str]:
@@ -642,7 +660,7 @@ class LoaderCountProbe(Probe):
         from perfsuite.core import forked
 
         if self._ctx is not None and self._ctx.job is not None and forked.processes() >= 3:
-            self._child = self._fork((PROFILED_PASSES, TRACED_PASSES))  # the calls' passes, the allocations'
+            self._child = self._fork(SPLIT_PASSES)
 
     def after_window(self) -> None:
         """The count, always in a fresh forked child where this platform forks (so a generator keyed on the
@@ -661,7 +679,7 @@ class LoaderCountProbe(Probe):
         if children is not None:
             try:
                 got = [child.result() for child in children]
-                self._counts = merge_allocations(*got) if len(got) == 2 else got[0]
+                self._counts = combine(got)
                 if isinstance(self._counts, Counts):
                     self._counts.counted_in = f"{len(got)} forked child process(es)"
                 return
@@ -680,7 +698,7 @@ class LoaderCountProbe(Probe):
                 "(a Dataset that only works inside a DataLoader worker?)"
             )
 
-    def _fork(self, split: tuple[tuple[tuple[bool, bool, bool], ...], ...]) -> tuple[Any, ...] | None:
+    def _fork(self, split: Sequence[Sequence[Pass]]) -> tuple[Any, ...] | None:
         """One forked child per group of passes, counting; None where this process cannot fork now."""
         from perfsuite.core import forked
 
@@ -689,7 +707,7 @@ class LoaderCountProbe(Probe):
         children: list[Any] = []
         try:
             for passes in split:
-                children.append(forked.Forked(count, loader, size, self.batches, 0, passes))
+                children.append(forked.Forked(count_passes, loader, size, self.batches, 0, passes))
         except OSError:  # a process limit: counted in this process
             for child in children:
                 child.cancel()

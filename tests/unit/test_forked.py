@@ -5,6 +5,7 @@ to children times the same batches with the same stages; a Dataset that cannot r
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -215,12 +216,12 @@ def test_the_count_does_not_depend_on_what_the_window_drew_from_a_per_process_ge
 
 
 def test_the_count_split_over_two_children_equals_the_count_in_one(face_loader: Any) -> None:
-    """The calls counted twice in one child, the allocations in another (a host with 3 processes or more)."""
-    from perfsuite.probes.loadercount import PROFILED_PASSES, TRACED_PASSES, merge_allocations
+    """The first counted pass in one child; the allocations' and the second counted pass in another (a host with
+    3 processes or more)."""
+    from perfsuite.probes.loadercount import SPLIT_PASSES, combine, count_passes
 
-    calls = forked.Forked(count, face_loader, 0, 2, 0, PROFILED_PASSES)
-    allocs = forked.Forked(count, face_loader, 0, 2, 0, TRACED_PASSES)
-    split = merge_allocations(calls.result(), allocs.result())
+    children = [forked.Forked(count_passes, face_loader, 0, 2, 0, passes) for passes in SPLIT_PASSES]
+    split = combine([child.result() for child in children])
     whole = forked.Forked(count, face_loader, 0).result()
     assert _exact(split) == _exact(whole)
     assert isinstance(split, Counts) and isinstance(whole, Counts) and len(split.pass_cpu_s) == 5
@@ -248,3 +249,32 @@ def test_on_cuda_the_children_replay_is_pinned_and_copied_here(tmp_path: Path, m
     assert isinstance(rep, stages.Replay) and rep.processes == 3
     assert len(rep.stages["pin_memory"]) == len(rep.h2d_ms) == 6
     assert all(x > 0 for x in rep.stages["pin_memory"])
+
+
+_NOBODY_SEEDS = random.Random()  # a module's generator: the count's seeding of the global ones does not reach it
+
+
+class Unseeded:
+    """Each item makes a number of calls drawn from a generator nobody seeds: its count is not reproducible."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        for _ in range(_NOBODY_SEEDS.randrange(1, 40)):
+            abs(index)
+        return torch.zeros(2)
+
+
+def test_a_counter_that_does_not_repeat_is_found_in_one_process_in_one_child_and_split_between_two() -> None:
+    """The split keeps what the two counted passes are compared for: the second starts one pass after the first."""
+    from perfsuite.probes.loadercount import PASSES, SPLIT_PASSES, combine, count_passes
+
+    loader = DataLoader(Unseeded(), batch_size=4)
+    here = count(loader, 0)
+    one = combine([forked.Forked(count_passes, loader, 0, 2, 0, PASSES).result()])
+    split = combine([forked.Forked(count_passes, loader, 0, 2, 0, p).result() for p in SPLIT_PASSES])
+    for counts in (here, one, split):
+        assert isinstance(counts, Counts)
+        assert "loader_calls_per_sample" in counts.moved, counts.moved
+        assert "builtins.abs" in counts.moved["loader_calls_per_sample"]
