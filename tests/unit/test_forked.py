@@ -40,21 +40,13 @@ def test_a_child_sends_its_value_back_or_says_why_not() -> None:
 
 def test_a_wait_interrupted_by_a_deadline_stops_the_child_and_reaps_it() -> None:
     """The watchdog raises in the main thread on SIGALRM; a child that hangs must not hang the run after it."""
-    import signal
     import time
 
-    def deadline(signum: int, frame: Any) -> None:
-        raise TimeoutError("the phase's deadline")
+    from alarm import raising_after
 
     child = forked.Forked(time.sleep, 60)
-    old = signal.signal(signal.SIGALRM, deadline)
-    signal.setitimer(signal.ITIMER_REAL, 0.2)
-    try:
-        with pytest.raises(TimeoutError):
-            child.result()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    with pytest.raises(TimeoutError), raising_after(0.2, TimeoutError):
+        child.result()
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)  # reaped: no such child any more
     with pytest.raises(forked.ChildFailed, match="cancelled"):

@@ -6,12 +6,12 @@ No torchrun here: the files ranks leave are written by hand, and the process tre
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 
 import psutil
 import pytest
+from alarm import raising_after
 
 from perfsuite.errors import RankError, RunTimeout
 from perfsuite.harness.ranks.supervise import Supervisor, behind
@@ -51,17 +51,8 @@ def test_ctrl_c_stops_the_launch_and_kills_everything_under_it(tmp_path) -> None
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     supervisor = Supervisor(proc, tmp_path, 1, WatchdogConfig())
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 1.5)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            supervisor.wait()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(KeyboardInterrupt), raising_after(1.5, KeyboardInterrupt):
+        supervisor.wait()
     assert proc.poll() is not None
     seen = list(supervisor._tree)
     assert len(seen) == 2, "the supervisor saw the launch and its child"
