@@ -9,6 +9,7 @@ predicts that runner's input efficiency with ``perfsuite run ... --predict-for R
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = "record a GPU runner's demand (its step's speed of light) from its Results, or show it"
@@ -37,15 +38,13 @@ def run(args: argparse.Namespace) -> int:
         for written in dict.fromkeys(add_demands(results, args.demand_dir, args.provenance)):
             print(f"perfsuite demand: wrote {written}")
         return 0
-    import shutil
-    import textwrap
+    from perfsuite.report.terminal import folded_note
 
     demands = load_demand(args.runner, args.demand_dir)
     print(f"{demands.runner}: {len(demands.entries)} demand(s) in {demands.path}")
-    width = shutil.get_terminal_size().columns
     for d in demands.entries:
         step = ", ".join(f"{k}={v}" for k, v in d.step.items() if v not in (None, False, 0, 0.0))
         rates = ", ".join(f"{r:.4g}" for r in d.sol_samples_per_s)
         line = f"{d.workload} ({d.scale}; {step}): {rates} samples/s on {d.gpu_model}; {d.provenance}"
-        print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False))
+        print(folded_note(line, sys.stdout, indent="  "))
     return 0

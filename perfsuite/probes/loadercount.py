@@ -673,9 +673,10 @@ class LoaderCountProbe(Probe):
             self._counts = "no job to replay"
             return
         children, self._child = self._child, None
+        where = "this process (this platform does not fork)"
         if children is None and forked.available():
             children = self._fork((PASSES,))
-        where = "this process (this platform does not fork)"
+            where = "this process (no child process could be started)"
         if children is not None:
             try:
                 got = [child.result() for child in children]

@@ -318,17 +318,17 @@ def replay(
         calibrate(1)
         timer.reseed = reseed
         shares = _shares(batches, time.thread_time() - started, repeats, budget_s)
-        timed_batches = _in_children(timer, shares) if len(shares) > 1 else None
-        if timed_batches is not None:
+        from_children = _in_children(timer, shares) if len(shares) > 1 else None
+        if from_children is not None:
+            timed_batches, out.share_cpu_s = from_children
             out.processes = len(shares)
-            out.share_cpu_s = [round(t.cpu_s, 4) for t in timed_batches if t.cpu_s > 0]  # one per child: its last
+            out.cpu_s += sum(out.share_cpu_s)
             for t in timed_batches:
                 if pin:  # the children cannot pin (CUDA in a forked child): the same bytes, pinned here
                     t.stage_ns["pin_memory"], batch = _pin_ns(t.spec, repeats)
                 _add(out, t, per_batch, collate is not None, pin)
                 if cuda:
                     out.h2d_ms.append(_copy_ms(batch if pin else _like(t.spec), device))
-                out.cpu_s += t.cpu_s
         else:
             for b in range(batches):
                 t = timer.time(b, pin)
@@ -345,7 +345,7 @@ def replay(
 class _BatchTimes:
     """One replayed batch's timings: per sample (total ns, of which transform ns), the fastest repeat of each; the
     collate's and the pinning's ns; the calibration's; the batch (in this process) or its tensors' shapes and
-    dtypes (from a child); and, from a child, the child's CPU seconds."""
+    dtypes (from a child)."""
 
     index: int
     items: list[tuple[int, int]]
@@ -353,7 +353,6 @@ class _BatchTimes:
     cal_ns: int
     batch: Any = None
     spec: Any = None
-    cpu_s: float = 0.0
 
 
 class _BatchTimer:
@@ -400,17 +399,16 @@ class _BatchTimer:
             best_cal = cal if best_cal < 0 else min(best_cal, cal)
         return _BatchTimes(b, items, stage_ns, best_cal, batch=batch)
 
-    def share(self, batches: list[int]) -> list[_BatchTimes]:
-        """A child's share: its batches timed, each sent back with its tensors' shapes and dtypes, not the batch."""
+    def share(self, batches: list[int]) -> tuple[list[_BatchTimes], float]:
+        """A child's share: its batches timed, each sent back with its tensors' shapes and dtypes, not the batch;
+        and the child's CPU seconds."""
         started = time.thread_time()
         out = []
         for b in batches:
             t = self.time(b, pin=False)
             t.spec, t.batch = _spec(t.batch), None
             out.append(t)
-        if out:
-            out[-1].cpu_s = time.thread_time() - started
-        return out
+        return out, time.thread_time() - started
 
 
 def _add(out: Replay, t: _BatchTimes, per_batch: int, collated: bool, pin: bool) -> None:
@@ -435,8 +433,7 @@ def _shares(batches: int, first_s: float, repeats: int, budget_s: float) -> list
     from perfsuite.core import forked
 
     per_batch_s = max(first_s, 1e-6) * (repeats + 1)  # the samples and collate, and about as much calibration
-    needed = max(MIN_BATCHES, min(batches, math.ceil(budget_s / per_batch_s)))
-    needed = min(needed, batches)
+    needed = min(batches, max(MIN_BATCHES, math.ceil(budget_s / per_batch_s)))
     spare = forked.processes() - 3  # this process, and the loader count's two children beside the replay
     if spare < 2 or needed * per_batch_s < PARALLEL_MIN_S:
         return [list(range(batches))]
@@ -444,21 +441,22 @@ def _shares(batches: int, first_s: float, repeats: int, budget_s: float) -> list
     return [list(range(j, needed, k)) for j in range(k)]
 
 
-def _in_children(timer: _BatchTimer, shares: list[list[int]]) -> list[_BatchTimes] | None:
-    """The shares timed in forked children, in batch order; None where a child failed (then this process times
-    them all)."""
+def _in_children(timer: _BatchTimer, shares: list[list[int]]) -> tuple[list[_BatchTimes], list[float]] | None:
+    """The shares timed in forked children, in batch order, and each child's CPU seconds; None where a child failed
+    (then this process times them all)."""
     from perfsuite.core.forked import ChildFailed, Forked
 
-    children: list[Forked[list[_BatchTimes]]] = []
+    children: list[Forked[tuple[list[_BatchTimes], float]]] = []
     try:
         children = [Forked(timer.share, share) for share in shares]
-        timed = [t for child in children for t in child.result()]
+        got = [child.result() for child in children]
     except (ChildFailed, OSError):
         return None
     finally:
         for child in children:
             child.cancel()
-    return sorted(timed, key=lambda t: t.index)
+    timed = sorted((t for batch_times, _ in got for t in batch_times), key=lambda t: t.index)
+    return timed, [round(cpu_s, 4) for _, cpu_s in got]
 
 
 def _spec(batch: Any) -> Any:

@@ -51,11 +51,18 @@ def console_for(stream: TextIO, width: int | None = None) -> Console:
     return Console(file=stream, width=width, highlight=False, soft_wrap=False)
 
 
-def folded_note(text: str, stream: TextIO) -> str:
-    """A note for ``stream`` folded to its width (80 columns where it is no terminal), later lines indented,
-    like the table it comes before."""
+def folded_note(text: str, stream: TextIO, indent: str = "") -> str:
+    """A note for ``stream`` folded to its width (80 columns where it is no terminal) after ``indent``, later lines
+    indented two more, like the table it comes before."""
     width = console_for(stream).width
-    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    return textwrap.fill(
+        text,
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 def to_text(renderable: RenderableType, width: int, markup: bool = False) -> str:
