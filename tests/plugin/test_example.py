@@ -36,7 +36,8 @@ def test_the_example_workload_runs_saves_and_compares(project, tmp_path):
     assert "test_defects_gpu_aug" in out and "syncs_per_step" in out
     # Every metric has its baseline, unless the saved run could not measure it (a speed of light that a
     # neighbour slowed leaves input_efficiency and loader_headroom unavailable, with the reason): then "new".
-    new = {line.split()[1] for line in summary.splitlines() if line.rstrip().endswith("  new")}
+    # Each row is "metric base head ratio verdict" under its test id.
+    new = {line.split()[0] for line in summary.splitlines() if line.rstrip().endswith("  new")}
     assert new <= unmeasured(stored), summary
     gate = " ".join(summary.split())  # the plugin folds its lines to the terminal's width
     assert "exact checks held against committed baselines" in gate and "0 tests with no timing baseline" in gate
