@@ -147,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json and result.script is not None:  # the table says it; JSON on stdout, so say it here too
         print(f"perfsuite exec: {result.script.describe()}", file=sys.stderr)
     from perfsuite.cli.hints import for_command
+    from perfsuite.cli.run import for_terminal
 
-    print(result.to_json() if args.json else for_command(_table(result), args))  # the hints in exec's flags
+    print(result.to_json() if args.json else for_terminal(for_command(_table(result), args)))  # exec's flags
     return 0
 
 

@@ -200,7 +200,7 @@ def _run(args: argparse.Namespace, note: Any) -> int:
         from perfsuite.judge.starvation import predict, with_prediction
 
         result = with_prediction(result, predict(result, demand))
-    print(result.to_json() if args.json else format_run(result))
+    print(result.to_json() if args.json else for_terminal(format_run(result)))
     return 0
 
 
@@ -226,6 +226,13 @@ def write_runs(path: Path, name: str, runs: list[Any], overwrite: bool = True) -
         return write_json_atomic(path, payload, publish)
     except FileExistsError:
         raise PerfsuiteError(f"--out {path} appeared while the run ran; pass --overwrite to replace it") from None
+
+
+def for_terminal(table: str) -> str:
+    """The run's table folded to stdout's width (80 columns where it is no terminal, as in a CI log)."""
+    from perfsuite.report.terminal import console_for, folded_lines
+
+    return folded_lines(table, console_for(sys.stdout).width)
 
 
 def format_run(result: Any) -> str:

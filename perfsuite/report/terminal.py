@@ -9,6 +9,7 @@ tests capture the output at a fixed width (``Console(record=True, width=...)``).
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
@@ -63,6 +64,34 @@ def folded_note(text: str, stream: TextIO, indent: str = "") -> str:
         break_on_hyphens=False,
         break_long_words=False,
     )
+
+
+ROW = re.compile(r"^( +)\S+ {2,}(?=\S)")  # "  name    value ...": a table row, its value column after the gap
+MIN_VALUE_COLUMNS = 30  # a value column narrower than this folds under the name instead
+
+
+def folded_lines(text: str, width: int) -> str:
+    """``text`` with each line wider than ``width`` folded at spaces: a table row's continuation under its value
+    column, any other line's two columns in from its own indent. Words (paths, flags) are never broken."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        row = ROW.match(line)
+        own = len(line) - len(line.lstrip(" "))
+        indent = row.end() if row and width - row.end() >= MIN_VALUE_COLUMNS else own + 2
+        out.append(
+            textwrap.fill(
+                line,
+                width,
+                subsequent_indent=" " * indent,
+                break_on_hyphens=False,
+                break_long_words=False,
+                replace_whitespace=False,
+            )
+        )
+    return "\n".join(out)
 
 
 def to_text(renderable: RenderableType, width: int, markup: bool = False) -> str:

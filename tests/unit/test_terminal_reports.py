@@ -93,6 +93,32 @@ def test_a_cpu_run_prints_one_line_about_gpu_telemetry() -> None:
     snapshot("run_terminal.txt", "\n".join(lines) + "\n")
 
 
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_run_table_folds_to_the_width_losing_no_word(width: int) -> None:
+    from perfsuite.cli.run import format_run
+
+    fmt = "__getitem__ -> tuple(Tensor uint8 1x64x64, Tensor int64 -); collate_fn -> list(Tensor uint8 32x1x64x64)"
+    long = {
+        "loader_output_format": Metric("loader_output_format", fmt),
+        "graph_breaks": Metric.unavailable("graph_breaks", "compile=None: nothing compiled, " * 4, "breaks"),
+    }
+    result = cpu_run()
+    text = format_run(dataclasses.replace(result, metrics={**result.metrics, **long}))
+    folded = terminal.folded_lines(text, width)
+    assert folded.split() == text.split()  # the same words in the same order: nothing cut, nothing broken
+    for line in folded.splitlines():
+        assert len(line) <= width or " " not in line.strip(), line  # only a single word longer than the width
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("  ") and "  " in line.strip()}
+    wide = [name for name, line in rows.items() if len(line) > width and terminal.ROW.match(line)]
+    assert set(long) <= set(wide)
+    for name in wide:  # a table row goes on under its value column, where that leaves room
+        first = folded.splitlines().index(next(f for f in folded.splitlines() if f.split()[:1] == [name]))
+        column = terminal.ROW.match(rows[name]).end()  # type: ignore[union-attr]
+        nxt = folded.splitlines()[first + 1]
+        indent = len(nxt) - len(nxt.lstrip(" "))
+        assert indent == (column if width - column >= terminal.MIN_VALUE_COLUMNS else 4), (name, nxt)
+
+
 def test_the_session_summary_at_a_fixed_width() -> None:
     result = cpu_run()
     text = terminal.session_summary(compared(), {"head_slow": result}, {"head_slow": (3, 4)}, WIDTH, markup=False)
