@@ -418,8 +418,12 @@ def run_lines(result: Result) -> list[str]:
         f"{result.workload}{scale_words(result)} on {result.fingerprint.gpu_model or 'cpu'}: "
         f"batch {result.batch_size}, {result.steps} measured steps"
     ]
+    first_with: dict[str, str] = {}  # a reason many metrics share (a script's IterableDataset) is written once
     for name, value, note in rows:
-        if value == "unavailable":
+        if value == "unavailable" and note in first_with:
+            lines.append(f"  {name:<{width}}unavailable: see {first_with[note]}")
+        elif value == "unavailable":
+            first_with[note] = name
             lines.append(f"  {name:<{width}}unavailable: {note}")
         elif isinstance(result.value(name), str):  # a label: as it reads
             lines.append(f"  {name:<{width}}{value}")

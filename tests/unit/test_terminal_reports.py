@@ -93,6 +93,21 @@ def test_a_cpu_run_prints_one_line_about_gpu_telemetry() -> None:
     snapshot("run_terminal.txt", "\n".join(lines) + "\n")
 
 
+def test_a_reason_many_metrics_share_is_written_once_and_each_metric_keeps_its_row() -> None:
+    why = "stages __getitem__ and collate_fn not replayed: Stream is an IterableDataset"
+    names = ("loader_calls_per_sample", "loader_read_bytes_per_sample", "loader_output_format")
+    shared = {name: Metric.unavailable(name, why) for name in names}
+    result = cpu_run()
+    lines = terminal.run_lines(dataclasses.replace(result, metrics={**result.metrics, **shared}))
+    assert sum(why in line for line in lines) == 1
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in lines if line.split()[:1] and line.split()[0] in names}
+    assert rows == {
+        names[0]: f"unavailable: {why}",
+        names[1]: f"unavailable: see {names[0]}",
+        names[2]: f"unavailable: see {names[0]}",
+    }
+
+
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_the_run_table_folds_to_the_width_losing_no_word(width: int) -> None:
     from perfsuite.cli.run import format_run
