@@ -23,6 +23,7 @@ from perfsuite.cli.common import (
 )
 from perfsuite.cli.hints import watchdog_from_args
 from perfsuite.errors import PerfsuiteError
+from perfsuite.tools.doctor.decide import MAX_ROUNDS
 
 HELP = "name a job's bottleneck and the fix, with measured evidence"
 DESCRIPTION = __doc__.splitlines()[0] if __doc__ else HELP
@@ -34,6 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("doctor")
     out.add_argument(
         "--rounds", type=int, default=3, help="runs of the job, each beside its counterfactual (default 3)"
+    )
+    out.add_argument(
+        "--max-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="more rounds, up to N, of the fixes whose intervals cannot yet say which helps most or whether it helps "
+        f"(default {MAX_ROUNDS} within a --budget, which a script always has; else --rounds: none)",
     )
     out.add_argument(
         "--no-counterfactuals",
@@ -146,13 +155,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         from perfsuite.core.tmpfiles import write_text_atomic
         from perfsuite.plugin.capture import capture_test, looks_like_test_id
-        from perfsuite.tools.doctor import Budget, diagnose, report
+        from perfsuite.tools.doctor import diagnose, report
     except BaseException:
         stop()
         raise
     diagnoses = []
     counterfactuals = not args.no_counterfactuals
-    from perfsuite.cli.doctor_script import diagnose_command, diagnose_spec, is_script_command, is_script_spec
+    from perfsuite.cli.doctor_script import (
+        diagnose_command,
+        diagnose_spec,
+        is_script_command,
+        is_script_spec,
+        rounds_within,
+    )
 
     failed: list[BaseException] = []
     try:
@@ -175,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
                     d = (
                         diagnose_spec(spec, result_id, args, counterfactuals, say)
                         if is_script_spec(spec)
-                        else diagnose(spec, result_id, args.rounds, counterfactuals, say, Budget.minutes(args.budget))
+                        else diagnose(
+                            spec, result_id, args.rounds, counterfactuals, say, *rounds_within(args, args.budget)
+                        )
                     )
                 except BaseException as exc:
                     failed.append(exc)
@@ -191,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
                 raise no_diagnosis(args.workload, failed)
         else:
             spec = _spec(args)
-            budget = Budget.minutes(args.budget)
-            diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update, budget))
+            budget, most = rounds_within(args, args.budget)
+            diagnoses.append(diagnose(spec, args.workload, args.rounds, counterfactuals, update, budget, most))
     except KeyboardInterrupt:
         stop()
         print("perfsuite doctor: interrupted; nothing written", file=sys.stderr)
@@ -204,8 +221,10 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.report import terminal
 
     text = "\n\n".join(report.format_terminal(d) for d in diagnoses)
+    console = terminal.console_for(sys.stdout)
+    text = terminal.folded_lines(text, console.width)  # each line's continuation indented under it (80 in a log)
     if terminal.is_terminal(sys.stdout):  # headings in bold, outcomes coloured
-        terminal.console_for(sys.stdout).print(terminal.styled_lines(text.splitlines()))
+        console.print(terminal.styled_lines(text.splitlines()))
     else:
         print(text)
     if args.markdown:

@@ -74,16 +74,27 @@ def diagnose_command(
     return diagnose_spec(spec, script.command(), args, counterfactuals, progress)
 
 
+def rounds_within(args: argparse.Namespace, minutes: float | None) -> tuple[Any, int]:
+    """The diagnosis's budget, and the most rounds it may run: ``--max-rounds``; else, within a budget, up to
+    MAX_ROUNDS while the fixes' intervals leave the answer open; without a budget, just ``--rounds``."""
+    from perfsuite.tools.doctor.budget import Budget
+    from perfsuite.tools.doctor.decide import MAX_ROUNDS
+
+    budget = Budget.minutes(minutes)
+    if args.max_rounds is not None:
+        return budget, args.max_rounds
+    return budget, max(args.rounds, MAX_ROUNDS) if budget.seconds is not None else args.rounds
+
+
 def diagnose_spec(
     spec: Any, target: str, args: argparse.Namespace, counterfactuals: bool, progress: Callable[[str], None]
 ) -> Any:
-    from perfsuite.tools.doctor.budget import Budget
     from perfsuite.tools.doctor.script import DEFAULT_BUDGET_MINUTES, diagnose_script
 
     try:
         nproc = args.nproc_per_node
-        budget = Budget.minutes(args.budget if args.budget is not None else DEFAULT_BUDGET_MINUTES)
-        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress, nproc, budget)
+        budget, most = rounds_within(args, args.budget if args.budget is not None else DEFAULT_BUDGET_MINUTES)
+        return diagnose_script(spec.workload, spec, target, args.rounds, counterfactuals, progress, nproc, budget, most)
     except PerfsuiteError as exc:
         tb = getattr(exc, "script_traceback", "")
         if tb:

@@ -107,12 +107,13 @@ def between(flag: str, value: float | None, low: float, high: float, *, closed_l
         raise PerfsuiteError(f"{flag} {value}: write a number in {bracket}{low:g}, {high:g})")
 
 
-def rounds(min_rounds: int, max_rounds: int) -> None:
+def rounds(min_rounds: int, max_rounds: int, low_flag: str = "--min-rounds") -> None:
+    """``low_flag`` (ab's and tune's --min-rounds, doctor's --rounds) may not be above --max-rounds."""
     at_least("--max-rounds", max_rounds, 1)
     if min_rounds > max_rounds:
         raise PerfsuiteError(
-            f"--min-rounds {min_rounds} is above --max-rounds {max_rounds}: at least {min_rounds} rounds cannot be "
-            f"at most {max_rounds}; write --min-rounds {max_rounds} or less, or --max-rounds {min_rounds} or more"
+            f"{low_flag} {min_rounds} is above --max-rounds {max_rounds}: at least {min_rounds} rounds cannot be "
+            f"at most {max_rounds}; write {low_flag} {max_rounds} or less, or --max-rounds {min_rounds} or more"
         )
 
 
@@ -222,6 +223,8 @@ def _check_doctor(args: argparse.Namespace) -> None:
 
     run_knobs(args)
     at_least("--rounds", args.rounds, 1)
+    if args.max_rounds is not None:
+        rounds(args.rounds, args.max_rounds, "--rounds")
     if args.target_samples_per_s is not None:
         above("--target-samples-per-s", args.target_samples_per_s, 0)
     outputs("doctor", args)

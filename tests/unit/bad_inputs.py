@@ -230,6 +230,12 @@ CASES = (
     Case("compare-alpha", "range", ("compare", "{data}/base.json", "{data}/head_same.json", "--alpha", "2"), "--alpha"),
     Case("ab-budget", "range", ("ab", "--budget", "1", "HEAD~1", "HEAD"), "--budget 1: one round is 4"),
     Case("doctor-rounds", "range", ("doctor", "gray_classifier", "--rounds", "0"), "--rounds 0: write 1 or more"),
+    Case(
+        "doctor-max-rounds",
+        "range",
+        ("doctor", "gray_classifier", "--rounds", "3", "--max-rounds", "2"),
+        "--rounds 3 is above --max-rounds 2",
+    ),
     Case("tune-delta", "range", ("tune", "gray_classifier", "--delta", "2"), "--delta 2.0: write a number in (0, 1)"),
     Case("monitor-interval", "range", ("monitor", "--interval", "0"), "--interval 0.0: write a number above 0"),
     Case(

@@ -21,6 +21,7 @@ class Budget:
     seconds: float | None
     start: float = field(default_factory=time.monotonic)
     left_out: list[str] = field(default_factory=list)
+    more: list[str] = field(default_factory=list)  # rounds past --rounds, and why (perfsuite.tools.doctor.decide)
 
     @classmethod
     def minutes(cls, minutes: float | None) -> Budget:
@@ -50,11 +51,19 @@ class Budget:
         )
         return False
 
+    def holds(self, round_s: float) -> bool:
+        """Whether one more round of ``round_s`` fits (always, without a limit)."""
+        left = self.left()
+        return left is None or left >= round_s
+
     def summary(self) -> list[str]:
         """What the report says of the budget: its use, and what it left out."""
+        more = list(self.more)
         if self.seconds is None:
-            return []
+            return more
         used = self.elapsed()
         within = "within" if used <= self.seconds else "over"
         head = f"--budget {self.seconds / 60:g} min: took {used / 60:.1f} min ({within} it)"
-        return [head, *(f"left out: {x}" for x in self.left_out)] if self.left_out else [head + "; nothing left out"]
+        if not self.left_out:
+            return [head + "; nothing left out", *more]
+        return [head, *more, *(f"left out: {x}" for x in self.left_out)]

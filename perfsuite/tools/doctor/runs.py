@@ -17,7 +17,8 @@ from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.runner import RunSpec
 from perfsuite.tools.doctor.arms import Arm, choose_arms
 from perfsuite.tools.doctor.budget import Budget
-from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, tried
+from perfsuite.tools.doctor.decide import Further, still_open
+from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, measure, tried
 from perfsuite.tools.doctor.model import Counterfactuals, Fix
 
 DEFAULT_ROUNDS = 3
@@ -54,8 +55,10 @@ def diagnose(
     counterfactuals: bool = True,
     progress: Callable[[str], None] = lambda s: None,
     budget: Budget | None = None,
+    max_rounds: int | None = None,
 ) -> Diagnosis:
-    """Run ``spec`` ``rounds`` times (and its counterfactuals, interleaved) and say what limits it."""
+    """Run ``spec`` ``rounds`` times (and its counterfactuals, interleaved) and say what limits it; up to
+    ``max_rounds`` (None: ``rounds``) while further pairs can change the answer (:mod:`.decide`)."""
     from perfsuite.core.cores import usable_cores
     from perfsuite.harness.runner import default_probes
     from perfsuite.probes.stepledger import StepLedgerProbe
@@ -72,16 +75,28 @@ def diagnose(
     cf_runs: dict[Fix, list[Result]] = {}
     own_base: dict[Fix, list[Result]] = {}  # a lengthened arm's unchanged runs, at its length
     first_round_s = 0.0
-    for r in range(rounds):
-        if r > 0 and not budget.another_round(first_round_s, r, rounds):
+    live: list[Arm] = []  # the arms a round runs: all of them up to --rounds, then those still open
+    further = Further(rounds, max(rounds, max_rounds or rounds))
+    for r in range(further.limit):
+        if r >= rounds:
+            live = _still_open(live, base, cf_runs, own_base)
+            if not live:
+                further.stop("the answer was decided")
+                break
+            if not budget.holds(first_round_s * (1 + len(live)) / (1 + len(arms))):
+                further.stop("the budget held no further round")
+                break
+            further.ran([a.label for a in live])
+        elif r > 0 and not budget.another_round(first_round_s, r, rounds):
             break
-        order: list[Arm | None] = [None, *arms]
+        total = rounds if r < rounds else further.limit
+        order: list[Arm | None] = [None, *(live if r >= rounds else arms)]
         order = order[r % len(order) :] + order[: r % len(order)]  # each arm takes each place in turn
         for arm in order:
             if arm is not None:
-                run_pair(arm, spec, r, rounds, budget, progress, cf_runs, own_base)
+                run_pair(arm, spec, r, total, budget, progress, cf_runs, own_base)
                 continue
-            progress(f"round {r + 1}/{rounds}: as it is{budget.say()}")
+            progress(f"round {r + 1}/{total}: as it is{budget.say()}")
             probe = StepLedgerProbe()
             t0 = time.monotonic()
             base.append(_run_arm(None, spec, [*default_probes(), probe]))
@@ -90,8 +105,10 @@ def diagnose(
                 arms, why = planned(spec, base[0], probe, usable, time.monotonic() - t0, budget, min(2, rounds))
                 for a in arms:
                     run_pair(a, spec, 0, rounds, budget, progress, cf_runs, own_base)
+                live = list(arms)
         if r == 0:
             first_round_s = budget.elapsed()
+    budget.more += [further.note()] if further.note() else []
     cf = Counterfactuals(
         {
             a.fix: tried(
@@ -111,6 +128,15 @@ def diagnose(
     d = assess(target, base, [p.summary() for p in ledgers], cf, usable)
     d.budget = budget.summary()
     return d
+
+
+def _still_open(
+    live: list[Arm], base: list[Result], cf_runs: dict[Fix, list[Result]], own_base: dict[Fix, list[Result]]
+) -> list[Arm]:
+    """The arms whose further pairs can change the answer (:func:`.decide.still_open`)."""
+    measured = {a.fix: measure(own_base.get(a.fix, base), cf_runs.get(a.fix, []), a.label)[0] for a in live}
+    open_ = set(still_open(measured))
+    return [a for a in live if a.fix in open_]
 
 
 def planned(

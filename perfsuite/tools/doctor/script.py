@@ -43,7 +43,8 @@ from perfsuite.jobs.script import Script
 from perfsuite.judge.contention import load_of
 from perfsuite.tools.doctor.arms import more_workers
 from perfsuite.tools.doctor.budget import Budget
-from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, tried
+from perfsuite.tools.doctor.decide import Further, still_open
+from perfsuite.tools.doctor.diagnosis import Diagnosis, assess, measure, tried
 from perfsuite.tools.doctor.evidence import BUSY_PRESSURE
 from perfsuite.tools.doctor.model import Counterfactuals, Fix, Tried
 
@@ -224,9 +225,11 @@ def diagnose_script(
     progress: Callable[[str], None] = lambda s: None,
     nproc: int = 1,
     budget: Budget | None = None,
+    max_rounds: int | None = None,
 ) -> Diagnosis:
     """Run the script ``rounds`` times, each counterfactual interleaved, every run a fresh process (or a torchrun
-    launch of ``nproc`` ranks, each rank given its share of the usable cores), within ``budget``."""
+    launch of ``nproc`` ranks, each rank given its share of the usable cores), within ``budget``; up to
+    ``max_rounds`` (None: ``rounds``) while further pairs can change the answer (:mod:`.decide`)."""
     import time
 
     from perfsuite.core.cores import usable_cores
@@ -245,27 +248,47 @@ def diagnose_script(
     site: Site | None = None
     first_round_s = 0.0
 
+    def of(r: int) -> int:
+        """The rounds a progress line counts: --rounds, then --max-rounds for the further ones."""
+        return rounds if r < rounds else further.limit
+
+    def _measured(i: int) -> Any:
+        """Counterfactual ``i`` against the unchanged runs of its rounds, so far."""
+        paired = [x.result for x in own_base.get(i, base)]
+        return measure(paired, [x.result for x in cf_runs[i]], _name(chosen[i]))[0]
+
     def pair(i: int, r: int) -> None:
         cf = chosen[i]
         if cf.steps is not None:
-            progress(f"round {r + 1}/{rounds}: as it is, {cf.steps} steps{budget.say()}")
+            progress(f"round {r + 1}/{of(r)}: as it is, {cf.steps} steps{budget.say()}")
             longer = dataclasses.replace(spec, steps=cf.steps)
             own_base.setdefault(i, []).append(
                 run_child(script, longer, f"round {r + 1} unchanged, longer", nproc=nproc)
             )
-        progress(f"round {r + 1}/{rounds}: {cf.why}{budget.say()}")
+        progress(f"round {r + 1}/{of(r)}: {cf.why}{budget.say()}")
         at = spec if cf.steps is None else dataclasses.replace(spec, steps=cf.steps)
         cf_runs[i].append(run_child(script, at, f"round {r + 1} counterfactual {_name(cf)}", cf, site, nproc))
 
-    for r in range(rounds):
-        if r > 0 and not budget.another_round(first_round_s, r, rounds):
+    live: list[int] = []  # the counterfactuals a round runs: all up to --rounds, then those still open
+    further = Further(rounds, max(rounds, max_rounds or rounds))
+    for r in range(further.limit):
+        if r >= rounds:
+            live = still_open({i: _measured(i) for i in live})
+            if not live:
+                further.stop("the answer was decided")
+                break
+            if not budget.holds(first_round_s * (1 + len(live)) / (1 + len(chosen))):
+                further.stop("the budget held no further round")
+                break
+            further.ran([_change(chosen[i], base[0]) for i in live])
+        elif r > 0 and not budget.another_round(first_round_s, r, rounds):
             break
-        arms: list[int] = [-1, *range(len(chosen))]
+        arms: list[int] = [-1, *(live if r >= rounds else range(len(chosen)))]
         if r % 2 == 1:
             arms.reverse()
         for arm in arms:
             if arm < 0:
-                progress(f"round {r + 1}/{rounds}: as it is{budget.say()}")
+                progress(f"round {r + 1}/{of(r)}: as it is{budget.say()}")
                 t0 = time.monotonic()
                 base.append(run_child(script, spec, f"round {r + 1} unchanged", nproc=nproc))
                 if r == 0:
@@ -275,11 +298,13 @@ def diagnose_script(
                     cf_runs = {i: [] for i in range(len(chosen))}
                     for i in range(len(chosen)):  # round 1: each right after the unchanged run, in order
                         pair(i, 0)
+                    live = list(range(len(chosen)))
                 continue
             if r > 0:
                 pair(arm, r)
         if r == 0:
             first_round_s = budget.elapsed()
+    budget.more += [further.note()] if further.note() else []
     d = assess_script(target, base, chosen, cf_runs, usable, counterfactuals, left, own_base)
     d.budget = budget.summary()
     return d
@@ -352,6 +377,12 @@ def assess_script(
     if site is not None:
         d.notes.append(f"the training loader, as the script builds it: {_call(site, given)}")
     return d
+
+
+def _change(cf: Counterfactual, first: Run) -> str:
+    """The change ``cf`` makes, at the script's line where it was found (as the report's counterfactuals name it)."""
+    site = Site.from_dict(first.loader["site"]) if first.loader.get("site") else None
+    return cf.describe(site, dict(first.loader.get("given", {})), int(first.loader.get("threads") or 1)) or cf.why
 
 
 def _name(cf: Counterfactual) -> str:
