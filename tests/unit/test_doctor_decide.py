@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from perfsuite.tools.doctor.budget import Budget
 from perfsuite.tools.doctor.decide import Further, still_open
 from perfsuite.tools.doctor.model import Measured, Unavailable
 
@@ -38,15 +39,19 @@ def test_still_open(case: str, measured: dict, open_: list[str]) -> None:
 def test_the_note_names_the_rounds_each_fix_ran_and_why_they_stopped() -> None:
     further = Further(asked=3, limit=8)
     assert further.note() == ""  # none ran: nothing to say
-    further.ran(["torch threads 2 -> 1", "num_workers 2 -> 1"])
-    further.ran(["torch threads 2 -> 1"])
-    further.stop("the answer was decided")
-    further.stop("the budget held no further round")  # the first reason stands
+    budget = Budget(seconds=100.0)
+    assert further.go_on(["torch threads 2 -> 1", "num_workers 2 -> 1"], budget, 10.0)
+    assert further.go_on(["torch threads 2 -> 1"], budget, 10.0)
+    assert not further.go_on([], budget, 10.0)
+    assert not Further(3, 8).go_on(["a"], budget, 1000.0)  # a round the budget does not hold
     assert further.note() == (
         "rounds 4..5 (up to 8, --max-rounds) ran again the fixes whose intervals after 3 could not yet say which "
         "helps most, or whether it helps: torch threads 2 -> 1: 2 rounds; num_workers 2 -> 1: 1 round; "
         "stopped: the answer was decided"
     )
+    over = Further(3, 8)
+    over.go_on(["a"], budget, 1000.0)
+    assert over.note() == "" and over.stopped == "the budget held no further round"
     last = Further(3, 4, [["a"]]).note()
     assert last.startswith("round 4 (up to 4, --max-rounds)") and last.endswith("a: 1 round; stopped: --max-rounds 4")
 

@@ -19,6 +19,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from perfsuite.tools.doctor.budget import Budget
 from perfsuite.tools.doctor.model import Measured, Unavailable
 
 MAX_ROUNDS = 8  # --max-rounds' default: the t-interval of 8 pairs is about half as wide as that of 3
@@ -51,11 +52,17 @@ class Further:
     rounds: list[list[str]] = field(default_factory=list)
     stopped: str = ""
 
-    def ran(self, labels: list[str]) -> None:
-        self.rounds.append(labels)
-
-    def stop(self, why: str) -> None:
-        self.stopped = self.stopped or why
+    def go_on(self, labels: list[str], budget: Budget, round_s: float) -> bool:
+        """Whether a further round runs for the fixes still open (``labels``), estimated at ``round_s``; it is
+        noted, or why not."""
+        if not labels:
+            self.stopped = "the answer was decided"
+        elif not budget.holds(round_s):
+            self.stopped = "the budget held no further round"
+        else:
+            self.rounds.append(labels)
+            return True
+        return False
 
     def note(self) -> str:
         """What the report says of them ("" when none ran): which fixes, how many rounds, why they stopped."""

@@ -80,13 +80,8 @@ def diagnose(
     for r in range(further.limit):
         if r >= rounds:
             live = _still_open(live, base, cf_runs, own_base)
-            if not live:
-                further.stop("the answer was decided")
+            if not further.go_on([a.label for a in live], budget, first_round_s * (1 + len(live)) / (1 + len(arms))):
                 break
-            if not budget.holds(first_round_s * (1 + len(live)) / (1 + len(arms))):
-                further.stop("the budget held no further round")
-                break
-            further.ran([a.label for a in live])
         elif r > 0 and not budget.another_round(first_round_s, r, rounds):
             break
         total = rounds if r < rounds else further.limit

@@ -274,13 +274,9 @@ def diagnose_script(
     for r in range(further.limit):
         if r >= rounds:
             live = still_open({i: _measured(i) for i in live})
-            if not live:
-                further.stop("the answer was decided")
+            labels = [_change(chosen[i], base[0]) for i in live]
+            if not further.go_on(labels, budget, first_round_s * (1 + len(live)) / (1 + len(chosen))):
                 break
-            if not budget.holds(first_round_s * (1 + len(live)) / (1 + len(chosen))):
-                further.stop("the budget held no further round")
-                break
-            further.ran([_change(chosen[i], base[0]) for i in live])
         elif r > 0 and not budget.another_round(first_round_s, r, rounds):
             break
         arms: list[int] = [-1, *(live if r >= rounds else range(len(chosen)))]
