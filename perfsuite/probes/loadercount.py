@@ -2,8 +2,9 @@
 
 CPU time per sample (:mod:`perfsuite.probes.loader`) moves with the machine; the work does not. After the
 timing replay this probe runs the loader's code once more, in the training process, on the same fixed
-indices with the same seeded generators (:func:`perfsuite.probes.stages.replay_plan`), and counts, per
-stage (``__getitem__``, its ``transform`` where the Dataset holds one, ``collate_fn``):
+indices with the same seeded generators (:func:`perfsuite.probes.stages.replay_plan`; an IterableDataset's
+stream from its start, :class:`perfsuite.probes.stages.Draws`), and counts, per stage (``__getitem__``, its
+``transform`` where the Dataset holds one, ``collate_fn``):
 
 * **calls**: Python calls by callable and C calls by name (``sys.setprofile`` on this thread only), e.g.
   ``__getitem__: PIL.Image.Image.resize``; a changed count names the callable that changed;
@@ -59,7 +60,7 @@ from typing import Any
 from perfsuite.core.results import Metric
 from perfsuite.probes.base import Probe, RunContext, WindowTimings
 from perfsuite.probes.sites import Sites, site_counts, site_detail
-from perfsuite.probes.stages import TRANSFORM_ATTRS, _copy, _isolated, replay_plan
+from perfsuite.probes.stages import TRANSFORM_ATTRS, CannotCopy, Draws, _copy, _isolated, replay_plan
 
 COUNT_BATCHES = 2  # batches counted per run: counts do not need many
 # C callables that wait for something other than this thread's CPU: their calls are the "blocking" count.
@@ -224,6 +225,7 @@ class _Tally:
         from PIL import ImageFile
 
         self.c, self.rchar, self.skip, self.sites = counts, rchar, skip, sites
+        self.quiet = {Draws.next.__code__}  # a stream's draw: its calls (next, iter) are the replay's, not the loader's
         counts.sites = sites
         self._reading: list[tuple[Any, tuple[str, str], int]] = []  # read calls under way: (callable, site, rchar)
         self.load_code = ImageFile.ImageFile.load.__code__
@@ -251,6 +253,8 @@ class _Tally:
                     self.c.pixels[stage] += int(w) * int(h)
                     self.c.pixel_sites[where] += int(w) * int(h)
         elif event == "c_call":
+            if frame.f_code in self.quiet:
+                return
             name = _c_name(arg)
             self.c.calls[f"{stage}: {name}"] += 1
             site, called = self.sites.find_users(frame, name)
@@ -332,6 +336,8 @@ class _Staged:
 def _staged_copy(dataset: Any, holder: list[_Tally | None]) -> tuple[Any, list[str]]:
     """A fresh copy of the Dataset (its generators and caches as the original holds them), transforms staged."""
     clone = _copy(dataset)
+    if isinstance(clone, CannotCopy):
+        return clone, []
     staged = []
     for attr in TRANSFORM_ATTRS:
         fn = getattr(clone, attr, None)
@@ -344,19 +350,23 @@ def _staged_copy(dataset: Any, holder: list[_Tally | None]) -> tuple[Any, list[s
     return clone, staged
 
 
-def _one_pass(clone: Any, collate: Any, plans: list[list[int]], seed: int, reseed: Any, tally: _Tally | None) -> None:
+def _one_pass(
+    clone: Any, collate: Any, draws: Draws, batches: int, seed: int, reseed: Any, tally: _Tally | None
+) -> None:
     """The batches once, counted into ``tally`` (None: uncounted, to warm what the counted passes use)."""
-    for b, indices in enumerate(plans):
+    draws.begin(clone)
+    for b in range(batches):
         reseed(seed * 1_000_003 + b)
         samples = []
-        for i in indices:
+        for k in range(draws.per_batch):
+            key = draws.key(b, k)  # an index, worked out before the count; a stream's next sample is drawn in it
             if tally is not None:
                 tally.enter("__getitem__")
-                sample = clone[i]
+                sample = clone[key] if key is not None else draws.next()
                 tally.leave()
                 tally.output("__getitem__", sample)
             else:
-                sample = clone[i]
+                sample = clone[key] if key is not None else draws.next()
             samples.append(sample)
         if collate is None:
             continue
@@ -463,15 +473,12 @@ def count_passes(
     """
     import tracemalloc
 
-    import numpy as np
-
     plan = replay_plan(loader, batch_size)
     if isinstance(plan, str):
         return plan
     dataset, collate, per_batch = plan
     holder: list[_Tally | None] = [None]
-    order = np.random.default_rng(seed).permutation(len(dataset))
-    plans = [[int(order[(b * per_batch + k) % len(order)]) for k in range(per_batch)] for b in range(batches)]
+    draws = Draws(dataset, per_batch, seed)
     rchar = _rchar_reader()
     sites = Sites()
     done = Passes()
@@ -486,13 +493,19 @@ def count_passes(
             for is_counted, traced, profiled in passes:
                 pass_started = time.thread_time()
                 clone, staged = _staged_copy(dataset, holder)
+                if isinstance(clone, CannotCopy):
+                    return (
+                        f"not counted: {type(dataset).__name__} could not be copied ({clone.why}), and the count runs "
+                        "on a copy only, never on the training loader's own Dataset"
+                    )
                 if not is_counted:
-                    _one_pass(clone, collate, plans, seed, reseed, None)
+                    _one_pass(clone, collate, draws, batches, seed, reseed, None)
                     done.pass_cpu_s.append(round(time.thread_time() - pass_started, 4))
                     continue
                 stages = ["__getitem__", *(["transform"] if staged else [])]
                 out = Counts(samples=per_batch * batches, stages=stages + (["collate_fn"] if collate else []))
-                out.code["__getitem__"] = f"{type(dataset).__module__}.{type(dataset).__qualname__}.__getitem__"
+                item = "__iter__" if draws.stream else "__getitem__"
+                out.code["__getitem__"] = f"{type(dataset).__module__}.{type(dataset).__qualname__}.{item}"
                 if staged:
                     out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in staged)
                 if collate is not None:
@@ -510,7 +523,7 @@ def count_passes(
                     sys.setprofile(tally.profile)
                 tally.on = True
                 try:
-                    _one_pass(clone, collate, plans, seed, reseed, tally)
+                    _one_pass(clone, collate, draws, batches, seed, reseed, tally)
                 finally:
                     tally.on = False
                     sys.setprofile(old_profile)
@@ -552,7 +565,7 @@ def _moved(a: Counts, b: Counts) -> dict[str, str]:
 
 def _own_codes() -> set[Any]:
     """This module's code objects that run between a stage's calls (the accounting is not the loader's work)."""
-    return {_Tally.enter.__code__, _Tally.leave.__code__, _Tally.output.__code__}
+    return {_Tally.enter.__code__, _Tally.leave.__code__, _Tally.output.__code__, Draws.next.__code__}
 
 
 # --------------------------------------------------------------------------- metrics

@@ -19,6 +19,9 @@ Every run replays the same indices (a fixed permutation) with the Python,
 NumPy and torch generators seeded per batch, on a copy of the Dataset, with one
 intra-op thread (as a worker has); the generators' states and the thread count
 are restored afterwards, so the observed steps see what they would have seen.
+An IterableDataset has no indices: its stream is replayed from its start on a deep
+copy, batch after batch (:class:`Draws`), the same samples in every run where the
+stream is deterministic given those seeds; its ``__iter__`` is the ``__getitem__`` stage.
 
 Each batch is replayed ``repeats`` times and, for each sample and for the collate,
 the fastest of the repeats kept (a short interval is seldom preempted), and beside it a
@@ -199,14 +202,75 @@ def _isolated(seed: int | None = None) -> Iterator[Callable[[int], None]]:
 
 
 def _copy(dataset: Any) -> Any:
-    """A copy to replay on (the training loader's own Dataset is never touched); why not, where none can be made."""
+    """A copy to replay on (the training loader's own Dataset is never touched); why not, where none can be made.
+
+    An IterableDataset gets a deep copy or none: a shallow one would share what the stream reads from (an open
+    file, a generator), and iterating it would move the training loader's own stream on."""
     try:
         return copy.deepcopy(dataset)
-    except Exception:  # noqa: BLE001 - a Dataset holding a file handle or a lock: time a shallow copy instead
+    except Exception as exc:  # noqa: BLE001 - a Dataset holding a file handle or a lock: time a shallow copy instead
+        if is_stream(dataset):
+            return CannotCopy(f"{type(exc).__name__}: {exc}; a shallow copy would share the stream it reads")
         try:
             return copy.copy(dataset)
         except Exception as exc:  # noqa: BLE001 - neither copy works: say so, replay nothing
             return CannotCopy(f"{type(exc).__name__}: {exc}")
+
+
+def is_stream(dataset: Any) -> bool:
+    """An IterableDataset: its samples come from iterating it, not by index."""
+    from torch.utils.data import IterableDataset
+
+    return isinstance(dataset, IterableDataset)
+
+
+class Draws:
+    """Where a replay's samples come from, the same in every run: a map-style Dataset's fixed permutation of its
+    indices (batch ``b``'s ``k``-th sample is the same index in every pass), or an IterableDataset's stream from
+    its start, a fresh iterator on the copy each pass (begun again where the stream ends, as an epoch is), drawn
+    batch after batch. Its ``get_worker_info()`` is None here, as with ``num_workers=0``: a stream that shards by
+    worker yields all of its samples, whose cost per sample is what is counted."""
+
+    def __init__(self, dataset: Any, per_batch: int, seed: int) -> None:
+        import numpy as np
+
+        self.per_batch = per_batch
+        self.stream = is_stream(dataset)
+        self.order = None if self.stream else np.random.default_rng(seed).permutation(len(dataset))
+        self._clone: Any = None
+        self._it: Iterator[Any] | None = None
+
+    def begin(self, clone: Any) -> None:
+        """A pass over ``clone`` begins: a stream from its start."""
+        self._clone, self._it = clone, (iter(clone) if self.stream else None)
+
+    def first_batch(self) -> int:
+        """The samples of the first batch, a Dataset shorter than a batch counted once each."""
+        return self.per_batch if self.order is None else min(self.per_batch, len(self.order))
+
+    def key(self, b: int, k: int) -> int | None:
+        """The index of sample ``k`` of batch ``b``; None for a stream (its samples come by :meth:`next`). Worked
+        out before a sample's timing or count begins, so neither includes it."""
+        if self.order is None:
+            return None
+        return int(self.order[(b * self.per_batch + k) % len(self.order)])
+
+    def next(self) -> Any:
+        """A stream's next sample, begun again from its start where it ends."""
+        assert self._it is not None, "begin() a pass first"
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._it = iter(self._clone)
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise ValueError(f"{type(self._clone).__name__} yielded no sample from a fresh iterator") from None
+
+    def take(self, clone: Any, b: int, k: int) -> Any:
+        """Sample ``k`` of batch ``b`` (a stream's next: its batches are drawn in order, once a pass)."""
+        key = self.key(b, k)
+        return clone[key] if key is not None else self.next()
 
 
 @dataclass
@@ -224,25 +288,35 @@ def replay_plan(loader: Any, batch_size: int) -> tuple[Any, Callable[..., Any] |
         return f"the loader is a {type(loader).__name__}, not a torch DataLoader: its stages cannot be told apart"
     dataset = loader.dataset
     name = type(dataset).__name__
-    if isinstance(dataset, IterableDataset):
-        return (
-            f"stages __getitem__ and collate_fn not replayed: {name} is an IterableDataset, which has no indices to "
-            "replay the same samples by in every run"
-        )
-    try:
-        n = len(dataset)  # type: ignore[arg-type]
-    except TypeError:
-        return f"stage __getitem__ not replayed: {name} has no len(), so its samples cannot be replayed by index"
-    if n == 0:
-        return f"{name} is empty"
+    if not isinstance(dataset, IterableDataset):
+        try:
+            n = len(dataset)  # type: ignore[arg-type]
+        except TypeError:
+            return f"stage __getitem__ not replayed: {name} has no len(), so its samples cannot be replayed by index"
+        if n == 0:
+            return f"{name} is empty"
     per_batch = loader.batch_size if loader.batch_size is not None else (batch_size or 1)
     collate = loader.collate_fn if (loader.batch_size is not None or loader.batch_sampler is not None) else None
     return dataset, collate, int(per_batch)
 
 
+STREAM_NOTE = (
+    "an IterableDataset: its stream replayed from its start on a copy, batch after batch, with get_worker_info() "
+    "None (as with num_workers=0), the same samples in every run where the stream is"
+)
+
+
+def item_code(dataset: Any) -> str:
+    """The callable that makes one sample: ``Dataset.__getitem__``, or an IterableDataset's ``__iter__``."""
+    return f"{_qualname(type(dataset))}.{'__iter__' if is_stream(dataset) else '__getitem__'}"
+
+
 def _sampler_note(loader: Any) -> str:
     """A sampler of the user's own (it may hold state: an epoch, a position, buckets) is not replayed: say so."""
     from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    if is_stream(loader.dataset):
+        return STREAM_NOTE
 
     own = [
         type(s).__name__
@@ -271,7 +345,6 @@ def replay(
     Stops early once ``budget_s`` of CPU has been spent and at least
     :data:`MIN_BATCHES` batches are timed (a heavy Dataset at full scale).
     """
-    import numpy as np
 
     plan = replay_plan(loader, batch_size)
     if isinstance(plan, str):
@@ -296,7 +369,7 @@ def replay(
             except (AttributeError, TypeError):  # a read-only property: leave it inside __getitem__
                 continue
     out = Replay(per_batch, repeats=repeats, sampler=_sampler_note(loader))
-    out.code["__getitem__"] = f"{_qualname(type(dataset))}.__getitem__"
+    out.code["__getitem__"] = item_code(dataset)
     if timed:
         out.code["transform"] = ", ".join(f"{type(dataset).__qualname__}.{a}" for a in timed)
     if collate is not None:
@@ -307,19 +380,25 @@ def replay(
         out.stages[name] = []
     if pin:
         out.stages["pin_memory"] = []
-    order = np.random.default_rng(seed).permutation(len(dataset))
+    draws = Draws(dataset, per_batch, seed)
     started = time.thread_time()
-    timer = _BatchTimer(clone, collate, order, per_batch, repeats, seed, transform_ns)
+    timer = _BatchTimer(clone, collate, draws, repeats, seed, transform_ns)
     with _isolated() as reseed:
         reseed(seed)  # one untimed pass first: lazy imports, first-touch allocations, cold caches
-        first = [clone[int(i)] for i in order[: min(per_batch, len(order))]]
+        draws.begin(clone)
+        first = [draws.take(clone, 0, k) for k in range(draws.first_batch())]
         if collate is not None:
             collate(first)
         calibrate(1)
         timer.reseed = reseed
         shares = _shares(batches, time.thread_time() - started, repeats, budget_s)
-        from_children = _in_children(timer, shares) if len(shares) > 1 else None
-        if from_children is not None:
+        from_children = _in_children(timer, shares) if len(shares) > 1 and not draws.stream else None
+        if draws.stream:  # a stream's batches come in order: each repeat draws them all again from its start
+            for t in timer.stream(batches, pin, budget_s, started):
+                _add(out, t, per_batch, collate is not None, pin)
+                if cuda:
+                    out.h2d_ms.append(_copy_ms(t.batch, device))
+        elif from_children is not None:
             timed_batches, out.share_cpu_s = from_children
             out.processes = len(shares)
             out.cpu_s += sum(out.share_cpu_s)
@@ -356,48 +435,60 @@ class _BatchTimes:
 
 
 class _BatchTimer:
-    """Times batch ``b`` of the fixed order: its samples, collate (and pinning), ``repeats`` times, fastest kept."""
+    """Times batch ``b`` of the fixed draws: its samples, collate (and pinning), ``repeats`` times, the fastest of
+    each kept; a stream's batches all together, each repeat from its start (:meth:`stream`)."""
 
     def __init__(
-        self, clone: Any, collate: Any, order: Any, per_batch: int, repeats: int, seed: int, transform_ns: list[int]
+        self, clone: Any, collate: Any, draws: Draws, repeats: int, seed: int, transform_ns: list[int]
     ) -> None:
-        self.clone, self.collate, self.order, self.per_batch = clone, collate, order, per_batch
+        self.clone, self.collate, self.draws, self.per_batch = clone, collate, draws, draws.per_batch
         self.repeats, self.seed, self.transform_ns = repeats, seed, transform_ns
         self.reseed: Callable[[int], None] = lambda k: None
 
     def time(self, b: int, pin: bool) -> _BatchTimes:
-        indices = [int(self.order[(b * self.per_batch + k) % len(self.order)]) for k in range(self.per_batch)]
-        # Per unit of work (each sample, the collate, the pinning), the fastest of the repeats: a short
-        # interval is seldom preempted, and the fastest copy is the one least disturbed by what shares the core.
-        items: list[tuple[int, int]] = []  # per sample: (total ns, of which transform ns), fastest repeat
-        stage_ns = {"collate_fn": -1, "pin_memory": -1}
-        best_cal = -1
-        batch: Any = None
+        best: _BatchTimes | None = None
         for _ in range(self.repeats):
-            self.reseed(self.seed * 1_000_003 + b)
-            samples = []
-            for k, i in enumerate(indices):
-                self.transform_ns[0] = 0
-                t0 = time.thread_time_ns()
-                samples.append(self.clone[i])
-                spent = (time.thread_time_ns() - t0, self.transform_ns[0])
-                if len(items) <= k:
-                    items.append(spent)
-                elif spent[0] < items[k][0]:
-                    items[k] = spent
-            t1 = time.thread_time_ns()
-            batch = self.collate(samples) if self.collate is not None else samples
-            t2 = time.thread_time_ns()
-            if pin:
-                from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+            best = _faster(best, self._once(b, pin))
+        assert best is not None
+        return best
 
-                batch = pin_batch(batch)
-            t3 = time.thread_time_ns()
-            for name, ns in (("collate_fn", t2 - t1), ("pin_memory", t3 - t2)):
-                stage_ns[name] = ns if stage_ns[name] < 0 else min(stage_ns[name], ns)
-            cal = calibrate()
-            best_cal = cal if best_cal < 0 else min(best_cal, cal)
-        return _BatchTimes(b, items, stage_ns, best_cal, batch=batch)
+    def stream(self, batches: int, pin: bool, budget_s: float, started: float) -> list[_BatchTimes]:
+        """A stream's batches, each repeat a pass from its start (its batches cannot be drawn alone); the first
+        pass stops at the budget's share once :data:`MIN_BATCHES` are timed, and the later ones draw as many."""
+        best: list[_BatchTimes] = []
+        for r in range(self.repeats):
+            self.draws.begin(self.clone)
+            for b in range(batches if r == 0 else len(best)):
+                once = self._once(b, pin)
+                if r == 0:
+                    best.append(once)
+                    over = time.thread_time() - started > budget_s / self.repeats
+                    if over and b + 1 >= MIN_BATCHES:
+                        break
+                else:
+                    best[b] = _faster(best[b], once)
+        return best
+
+    def _once(self, b: int, pin: bool) -> _BatchTimes:
+        """Batch ``b`` once: each sample's ns (of which its transform's), the collate's, the pinning's, and the
+        calibration beside them."""
+        self.reseed(self.seed * 1_000_003 + b)
+        samples, items = [], []
+        for k in range(self.per_batch):
+            key = self.draws.key(b, k)
+            self.transform_ns[0] = 0
+            t0 = time.thread_time_ns()
+            samples.append(self.clone[key] if key is not None else self.draws.next())
+            items.append((time.thread_time_ns() - t0, self.transform_ns[0]))
+        t1 = time.thread_time_ns()
+        batch = self.collate(samples) if self.collate is not None else samples
+        t2 = time.thread_time_ns()
+        if pin:
+            from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+            batch = pin_batch(batch)
+        t3 = time.thread_time_ns()
+        return _BatchTimes(b, items, {"collate_fn": t2 - t1, "pin_memory": t3 - t2}, calibrate(), batch=batch)
 
     def share(self, batches: list[int]) -> tuple[list[_BatchTimes], float]:
         """A child's share: its batches timed, each sent back with its tensors' shapes and dtypes, not the batch;
@@ -409,6 +500,17 @@ class _BatchTimer:
             t.spec, t.batch = _spec(t.batch), None
             out.append(t)
         return out, time.thread_time() - started
+
+
+def _faster(best: _BatchTimes | None, new: _BatchTimes) -> _BatchTimes:
+    """Per unit of work (each sample, the collate, the pinning) and for the calibration, the faster of two repeats
+    of one batch: a short interval is seldom preempted, and the fastest copy is the one least disturbed by what
+    shares the core. The batch is the later one's."""
+    if best is None:
+        return new
+    items = [min(a, b, key=lambda x: x[0]) for a, b in zip(best.items, new.items)]
+    stage_ns = {name: min(ns, new.stage_ns[name]) for name, ns in best.stage_ns.items()}
+    return _BatchTimes(new.index, items, stage_ns, min(best.cal_ns, new.cal_ns), batch=new.batch)
 
 
 def _add(out: Replay, t: _BatchTimes, per_batch: int, collated: bool, pin: bool) -> None:

@@ -418,7 +418,7 @@ def run_lines(result: Result) -> list[str]:
         f"{result.workload}{scale_words(result)} on {result.fingerprint.gpu_model or 'cpu'}: "
         f"batch {result.batch_size}, {result.steps} measured steps"
     ]
-    first_with: dict[str, str] = {}  # a reason many metrics share (a script's IterableDataset) is written once
+    first_with: dict[str, str] = {}  # a reason many metrics share (a Dataset no copy can be made of) is written once
     for name, value, note in rows:
         if value == "unavailable" and note in first_with:
             lines.append(f"  {name:<{width}}unavailable: see {first_with[note]}")

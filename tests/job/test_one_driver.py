@@ -172,8 +172,11 @@ import torch
 from perfsuite.core.cores import usable_cores
 
 class Stream(torch.utils.data.IterableDataset):
+    def __init__(self):
+        self.rows = (torch.randn(2) for _ in range(1000))  # a generator it holds: no copy can be replayed
+
     def __iter__(self):
-        return iter(torch.randn(1000, 2).unbind(0))
+        return self.rows
 
 torch.set_num_threads(usable_cores().usable + 1)  # more intra-op threads than cores: oversubscribed
 model = torch.nn.Linear(2, 1)
@@ -184,8 +187,36 @@ for batch in torch.utils.data.DataLoader(Stream(), batch_size=4):
 """
 
 
+STREAM = """
+import torch
+
+class Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        for _ in range(1000):
+            yield torch.randn(2).clamp(-1, 1)
+
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch in torch.utils.data.DataLoader(Stream(), batch_size=4):
+    loss = model(batch).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_scripts_stream_is_replayed_and_counted_from_its_start(tmp_path):
+    """An IterableDataset that can be deep-copied: its loader figures are measured like a map-style Dataset's."""
+    path = tmp_path / "stream.py"
+    path.write_text(STREAM)
+    result = perfsuite.run(RunSpec(Script([str(path)]), steps=4, warmup=1, observe_steps=1, period_steps=0))
+    ledger = result.metric("loader_cpu_ms_per_sample")
+    assert ledger.available and ledger.detail["code"]["__getitem__"] == "__main__.Stream.__iter__", ledger.reason
+    calls = result.metric("loader_calls_per_sample")
+    assert calls.available and calls.detail["by"]["__getitem__: torch.Tensor.clamp"] == 1, calls.reason
+
+
 def test_a_stage_that_cannot_be_replayed_is_named_and_the_os_figures_are_still_given(tmp_path):
-    """An IterableDataset has no indices to replay; the window's figures from the OS are measured all the same.
+    """A stream over a generator it holds cannot be copied to replay; the window's figures from the OS are measured
+    all the same.
     The advice speaks the script's terms: its own code and perfsuite exec's flags, never a Job's fields."""
     path = tmp_path / "stream.py"
     path.write_text(ITERABLE)
@@ -196,7 +227,7 @@ def test_a_stage_that_cannot_be_replayed_is_named_and_the_os_figures_are_still_g
         torch.set_num_threads(threads)
     ledger = result.metric("loader_cpu_ms_per_sample")
     assert not ledger.available
-    assert ledger.reason.startswith("stages __getitem__ and collate_fn not replayed: Stream is an IterableDataset")
+    assert ledger.reason.startswith("stage __getitem__ not replayed: Stream could not be copied"), ledger.reason
     for name in ("loader_process_cpu_ms_per_sample", "main_load_ms_per_step"):
         assert result.metric(name).available, (name, result.metric(name).reason)
     (over,) = [n for n in result.notes if n.startswith("oversubscribed:")]

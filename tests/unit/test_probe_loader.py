@@ -197,11 +197,14 @@ def test_a_loader_that_cannot_be_replayed_says_why() -> None:
 
     assert "not a torch DataLoader" in str(replay([torch.zeros(2, 3)], 2))
 
-    class Stream(torch.utils.data.IterableDataset):
-        def __iter__(self):
-            return iter([torch.zeros(3)] * 4)
+    class Stream(torch.utils.data.IterableDataset):  # over a generator it holds: a copy would share its stream
+        def __init__(self):
+            self.rows = (torch.zeros(3) for _ in range(4))
 
-    assert "IterableDataset" in str(replay(DataLoader(Stream(), batch_size=2), 2))
+        def __iter__(self):
+            return self.rows
+
+    assert "could not be copied" in str(replay(DataLoader(Stream(), batch_size=2), 2))
 
 
 # Code that runs when the garbage collector or torch's shared-memory cache frees a batch's storage (finalizers;
