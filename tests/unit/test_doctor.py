@@ -351,6 +351,36 @@ def test_the_arms_tried_follow_the_evidence(workers: int, persistent: bool, epoc
         assert arm.spec.knobs.loader.persistent_workers and arm.spec.knobs.loader.num_workers == workers
 
 
+def test_a_cloned_loader_over_a_stream_keeps_its_batches() -> None:
+    """An IterableDataset's loader takes no sampler: its clone is built from the batch size (a doctor run on a
+    Job over a stream raised torch's ValueError here)."""
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(torch.arange(7.0).unbind(0))
+
+    loader = DataLoader(Stream(), batch_size=3, drop_last=True)
+    clone = doctor.clone_loader(loader, 0)
+    assert clone.batch_size == 3 and clone.drop_last
+    assert [b.tolist() for b in clone] == [b.tolist() for b in loader] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_a_worker_count_for_a_stream_says_each_worker_yields_it_whole_unless_it_shards() -> None:
+    from types import SimpleNamespace
+
+    from perfsuite.harness.runner import RunSpec
+    from perfsuite.tools.doctor.arms import _stream_caveat
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(torch.arange(7.0).unbind(0))
+
+    over_stream = RunSpec(SimpleNamespace(loader=DataLoader(Stream(), batch_size=3)))
+    assert "Stream is an IterableDataset" in _stream_caveat(over_stream)
+    assert "get_worker_info()" in _stream_caveat(over_stream)
+    assert _stream_caveat(RunSpec(SimpleNamespace(loader=DataLoader(TensorDataset(torch.arange(4.0)))))) == ""
+
+
 def test_a_cloned_loader_can_persist() -> None:
     loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1)
     assert doctor.clone_loader(loader, 1, persistent=True).persistent_workers

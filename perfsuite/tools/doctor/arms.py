@@ -26,7 +26,7 @@ def clone_loader(loader: Any, num_workers: int, persistent: bool | None = None) 
     ``persistent`` None: from num_workers=0 the fix tried is the one the doctor names, workers that persist
     across epochs; otherwise the loader's own setting. True/False: that setting (with workers).
     """
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, IterableDataset
 
     keep = bool(loader.persistent_workers) or loader.num_workers == 0
     kwargs: dict[str, Any] = {
@@ -42,7 +42,9 @@ def clone_loader(loader: Any, num_workers: int, persistent: bool | None = None) 
     }
     if num_workers > 0:
         kwargs["prefetch_factor"] = loader.prefetch_factor or 2
-    if loader.batch_sampler is not None:
+    if isinstance(loader.dataset, IterableDataset):  # its batches are made from the stream: no sampler to pass
+        kwargs.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
         kwargs["batch_sampler"] = loader.batch_sampler
     else:
         kwargs.update(batch_size=None, sampler=loader.sampler)
@@ -152,7 +154,7 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
                 Arm(
                     Fix.MORE_WORKERS,
                     f"num_workers {workers} -> {k}",
-                    f"DataLoader(num_workers={k})",
+                    f"DataLoader(num_workers={k})" + _stream_caveat(spec),
                     with_workers(spec, k),
                     workers=k,
                 )
@@ -162,7 +164,7 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
                 Arm(
                     Fix.FEWER_WORKERS,
                     f"num_workers {workers} -> {fewer}",
-                    f"DataLoader(num_workers={fewer})",
+                    f"DataLoader(num_workers={fewer})" + _stream_caveat(spec),
                     with_workers(spec, fewer),
                     workers=fewer,
                 )
@@ -183,6 +185,20 @@ def choose_arms(spec: RunSpec, result: Result, usable: int) -> tuple[list[Arm], 
             Arm(Fix.THREADS, f"torch threads {threads} -> {fit}", f"torch.set_num_threads({fit})", spec, threads=fit)
         )
     return arms, why
+
+
+def _stream_caveat(spec: RunSpec) -> str:
+    """What a worker count means for a Job's IterableDataset: each worker runs the whole ``__iter__`` unless the
+    stream shards itself by ``get_worker_info()``, so another count may change the samples, not only their pace."""
+    from torch.utils.data import IterableDataset
+
+    dataset = getattr(getattr(spec.workload, "loader", None), "dataset", None)
+    if not isinstance(dataset, IterableDataset):
+        return ""
+    return (
+        f" ({type(dataset).__name__} is an IterableDataset: each worker yields its whole stream unless __iter__ "
+        "shards it by torch.utils.data.get_worker_info())"
+    )
 
 
 def rebuildable(result: Result) -> bool:
