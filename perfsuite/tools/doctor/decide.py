@@ -6,7 +6,10 @@ five budgeted minutes unspent). The answer is the fix measured best, and whether
 pair of a fix can change that only when
 
 * it is the best so far and its interval holds 1 (a gain not yet shown, nor ruled out), or
-* its interval reaches the best's (it may yet be the better one; then the best runs on too).
+* its interval reaches above both the best's low end and 1 (it may yet be the better fix, and a gain; then
+  the best runs on too).
+
+Where even the best's interval lies below 1, no fix helps, and which hurts least is no answer: nothing runs on.
 
 A fix that can no longer change the answer runs no more: its rounds stay a prefix of the unchanged runs'
 rounds, which is how :func:`perfsuite.tools.doctor.diagnosis.measure` pairs them. Further rounds stop at
