@@ -287,6 +287,8 @@ class Watchdog:
         self.step_times: list[float] = []
         self._active: str | None = None
         self._pending: RunTimeout | None = None
+        self._token: object | None = None  # the armed phase's, which its SIGALRM handler checks
+        self._undo: Callable[[], None] | None = None  # the armed phase's disarm, set before its timer is
 
     def __enter__(self) -> Watchdog:
         return self
@@ -317,10 +319,13 @@ class Watchdog:
             raise PerfsuiteError(f"watchdog phase {name!r} started inside phase {self._active!r}; end that first")
         limit = min(float(deadline_s), MAX_DEADLINE_S) if deadline_s is not None else self.deadline(steps)
         self._active, self._pending = name, None
-        disarm = self._arm(name, limit) if self.config.enabled else None
-        for listener in PHASE_LISTENERS:
-            listener(name, limit if self.config.enabled else None)
-        try:
+        disarm: Any = None
+        self._undo = None
+        try:  # armed inside: whatever raises before the body (a listener, a Ctrl-C) still disarms
+            if self.config.enabled:
+                disarm = self._arm(name, limit)
+            for listener in PHASE_LISTENERS:
+                listener(name, limit if self.config.enabled else None)
             yield
         except _Expired:
             raise (self._pending or self._expired(name, limit, "the deadline")) from None
@@ -330,6 +335,7 @@ class Watchdog:
             timeout = self.config.loader_timeout()
             raise self._expired(name, timeout, f"the DataLoader timeout ({exc})") from exc
         finally:
+            disarm = disarm or self._undo  # registered before the timer was set, should _arm not have returned
             if disarm is not None:
                 disarm()
             self._active = None
@@ -344,19 +350,35 @@ class Watchdog:
         return self._arm_thread(name, limit)
 
     def _arm_signal(self, name: str, limit: float) -> Any:
-        def on_alarm(signum: int, frame: FrameType | None) -> None:
-            raise self._expired(name, limit, "the deadline", frame)
+        """The handler and timer set, and the function that puts back what was there.
 
-        old_handler = signal.signal(signal.SIGALRM, on_alarm)
-        old_delay, _ = signal.setitimer(signal.ITIMER_REAL, limit)
-        started = time.monotonic()
+        The handler fails this phase only while it is armed (its token): a timer left behind (a Ctrl-C landing
+        between a step of arming and the next) then fires into a handler that passes the signal on to the one
+        it replaced, never a RunTimeout in whatever runs later. On CI one fired 120 s on, in another test."""
+        token = object()
+        self._token = token
+        done: dict[str, Any] = {}
+
+        def on_alarm(signum: int, frame: FrameType | None) -> None:
+            if self._token is token:
+                raise self._expired(name, limit, "the deadline", frame)
+            previous = done.get("handler")
+            if callable(previous):  # a phase that has ended: the alarm is someone else's
+                previous(signum, frame)
 
         def disarm() -> None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old_handler)
-            if old_delay:  # someone else's timer (pytest-timeout): give it back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - started), 1e-3))
+            self._token = None
+            if "delay" in done:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            if "handler" in done:
+                signal.signal(signal.SIGALRM, done["handler"])
+            if done.get("delay"):  # someone else's timer (pytest-timeout): give it back what is left of it
+                signal.setitimer(signal.ITIMER_REAL, max(done["delay"] - (time.monotonic() - done["started"]), 1e-3))
 
+        self._undo = disarm
+        done["handler"] = signal.signal(signal.SIGALRM, on_alarm)
+        done["started"] = time.monotonic()
+        done["delay"], _ = signal.setitimer(signal.ITIMER_REAL, limit)
         return disarm
 
     def _arm_thread(self, name: str, limit: float) -> Any:

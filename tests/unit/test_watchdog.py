@@ -136,6 +136,45 @@ def test_a_phase_that_ends_in_time_restores_the_previous_alarm_handler() -> None
         signal.signal(signal.SIGALRM, old)
 
 
+def test_a_phase_that_fails_before_its_body_leaves_no_timer_armed() -> None:
+    """A phase listener that raises after the timer is set (as a Ctrl-C landing there would): the timer and
+    handler are put back all the same. Before, they stayed armed, and fired 120 s on in a later test on CI."""
+    from perfsuite.harness import watchdog
+
+    def previous(signum: int, frame: object) -> None:
+        raise AssertionError("the old handler must not fire")
+
+    def failing(name: str, limit: float | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, previous)
+    watchdog.PHASE_LISTENERS.append(failing)
+    try:
+        with pytest.raises(KeyboardInterrupt), Watchdog().phase("window", deadline_s=30):
+            raise AssertionError("the body must not run")
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is previous
+    finally:
+        watchdog.PHASE_LISTENERS.remove(failing)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_a_timer_left_behind_by_an_ended_phase_passes_the_alarm_on_and_fails_nothing() -> None:
+    """A Ctrl-C between the steps of arming can leave the timer set: when it fires after the phase, the handler it
+    finds passes the signal to the one it replaced instead of raising RunTimeout in whatever runs then."""
+    fired: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        dog = Watchdog()
+        with dog.phase("window", deadline_s=30):
+            stale = signal.getsignal(signal.SIGALRM)
+        assert callable(stale)
+        stale(signal.SIGALRM, None)  # the handler as a leaked timer would find it, after the phase ended
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_someone_elses_timer_keeps_running_after_a_phase() -> None:
     fired: list[int] = []
     old = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
