@@ -432,7 +432,10 @@ class Driver:
         try:
             self._observing.close()
         finally:
-            self._dog_phase.close()
+            try:
+                self._dog_phase.close()
+            finally:
+                self.dog.release()  # a phase entered as an exception landed is outside _dog_phase: disarmed here
             with contextlib.suppress(Exception):
                 self._stop_probes()
 

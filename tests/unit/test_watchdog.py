@@ -175,6 +175,26 @@ def test_a_timer_left_behind_by_an_ended_phase_passes_the_alarm_on_and_fails_not
         signal.signal(signal.SIGALRM, old)
 
 
+def test_release_disarms_a_phase_left_outside_its_exitstack_and_its_late_close_undoes_nothing() -> None:
+    """An exception landing as a phase is entered leaves it outside the ExitStack that would close it: the run's
+    release() disarms it, and the generator closed later (by the collector) leaves a newer timer alone."""
+    fired: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        dog = Watchdog()
+        entered = dog.phase("window", deadline_s=30)
+        entered.__enter__()
+        dog.release()
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        signal.setitimer(signal.ITIMER_REAL, 50)  # someone else's, set after the run
+        entered.__exit__(None, None, None)
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 50 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_someone_elses_timer_keeps_running_after_a_phase() -> None:
     fired: list[int] = []
     old = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
